@@ -1,0 +1,76 @@
+# The README's two commands are `make book` and `make test`; the other targets are their steps.
+# Every target sets up what it needs, so both work on a fresh clone.
+
+PYTHON   ?= python3
+VENV     := .venv
+BIN      := $(VENV)/bin
+STAMP    := $(VENV)/.installed
+DATA     ?= data
+WIDGETS  := book/widgets
+NB       ?= $(sort $(wildcard notebooks/*.ipynb))
+DEBIAN_FASHION := /usr/share/datasets/fashion-mnist
+
+.PHONY: help install export data execute widgets book test lint clean
+
+help:
+	@echo "make book   build the site into _build/html (sets up .venv first)"
+	@echo "make test   run every test: units, notebooks (nbval), export sync, the site in a browser"
+	@echo "steps:      install, export, data, execute [NB=notebooks/01_patches.ipynb], widgets, lint, clean"
+
+# --- set-up: a virtual environment with everything in requirements.txt, vitlib editable ---
+install: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
+	touch $@
+
+# --- notebooks -> vitlib/*.py (nbdev's nb_export; vitlib/__init__.py is written by hand) ---
+export: $(STAMP)
+	$(BIN)/python -c "import glob; from nbdev.export import nb_export; \
+	[nb_export(nb, lib_path='vitlib') for nb in sorted(glob.glob('notebooks/*.ipynb'))]"
+
+# --- Fashion-MNIST from Debian's package (apt-get install dataset-fashion-mnist), gunzipped ---
+data: $(DATA)/FashionMNIST/raw/train-images-idx3-ubyte
+
+$(DATA)/FashionMNIST/raw/train-images-idx3-ubyte:
+	@test -d $(DEBIAN_FASHION) || { echo "Fashion-MNIST: install Debian's copy (apt-get install dataset-fashion-mnist), or let torchvision download it when you are online"; exit 1; }
+	mkdir -p $(DATA)/FashionMNIST/raw
+	for f in $(DEBIAN_FASHION)/*-ubyte.gz; do gunzip -c $$f > $(DATA)/FashionMNIST/raw/$$(basename $$f .gz); done
+
+# --- run notebooks top to bottom in a fresh kernel, full size, outputs and widget state stored ---
+execute: export
+	for nb in $(NB); do \
+	  env -u VITLIB_SMOKE -u VITLIB_STRICT_CHECKS $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
+	    --ExecutePreprocessor.timeout=-1 --ExecutePreprocessor.kernel_name=python3 \
+	    --ExecutePreprocessor.store_widget_state=True --ExecutePreprocessor.record_timing=False \
+	    "$$nb" || exit 1; \
+	done
+
+# --- the widget JavaScript, served by the site itself (no CDN): npm ci from the lock file ---
+widgets: $(WIDGETS)/dist/embed-amd.js
+
+$(WIDGETS)/dist/embed-amd.js: $(WIDGETS)/package.json $(WIDGETS)/package-lock.json
+	@command -v npm >/dev/null || { echo "make book needs npm (Node.js) to bundle the widget JavaScript: apt-get install npm, or install Node.js"; exit 1; }
+	cd $(WIDGETS) && npm ci --no-audit --no-fund --loglevel=error
+	rm -rf $(WIDGETS)/dist && mkdir -p $(WIDGETS)/dist
+	cd $(WIDGETS)/node_modules/@jupyter-widgets/html-manager/dist && \
+	  cp embed-amd.js *.woff *.woff2 *.ttf *.eot *.svg $(CURDIR)/$(WIDGETS)/dist/
+	cp $(WIDGETS)/node_modules/requirejs/require.js $(WIDGETS)/dist/
+
+# --- the site: Jupyter Book 1, stored outputs, warnings are errors ---
+book: export widgets
+	$(BIN)/jupyter-book build . --warningiserror --keep-going
+
+# --- every test; the browser test reads the site that `book` just built ---
+test: book
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check vitlib tests benchmarks conftest.py book/sphinx_ext
+
+clean:
+	rm -rf _build $(WIDGETS)/dist $(WIDGETS)/node_modules .pytest_cache

@@ -1,0 +1,59 @@
+"""vitlib.checks: right answers pass, wrong ones get a verdict (and raise in strict mode)."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from vitlib import checks
+from vitlib.patches import patchify
+
+
+@pytest.fixture
+def lenient(monkeypatch):
+    monkeypatch.setenv("VITLIB_STRICT_CHECKS", "0")
+
+
+def test_strict_mode_raises_with_the_verdict(monkeypatch, capsys):
+    monkeypatch.setenv("VITLIB_STRICT_CHECKS", "1")
+    with pytest.raises(checks.CheckFailed) as error:
+        checks.token_counts({"ViT-B/16 at 384": 577})
+    assert "expected: 576" in str(error.value) and "got:      577" in str(error.value)
+
+
+def test_wrong_shape_is_described(lenient, capsys):
+    assert checks.patchify_by_hand(lambda x, p: patchify(x, p).transpose(1, 2)) is False
+    out = capsys.readouterr().out
+    assert "not yet" in out and "expected: a tensor of shape (2, 4, 48)" in out and "got:      a tensor of shape (2, 48, 4)" in out
+
+
+def test_unfinished_and_crashing_answers_get_a_sentence(lenient, capsys):
+    def todo(images, patch_size):
+        raise NotImplementedError
+
+    assert checks.patchify_by_hand(todo) is False
+    assert "nothing yet" in capsys.readouterr().out
+    assert checks.pad_to_multiple(lambda x, p: x[0, 0, 99]) is False
+    assert "IndexError" in capsys.readouterr().out
+
+
+def test_right_answers_pass(capsys):
+    assert checks.patchify_by_hand(patchify)
+    assert checks.token_counts(dict(checks.TOKEN_COUNTS))
+    assert checks.flatten_order("b c (h p1) (w p2) -> b (h w) (p1 p2 c)", lambda w: w.permute(0, 2, 3, 1).flatten(1))
+    assert checks.pad_to_multiple(lambda x, p: F.pad(x, (0, -x.shape[-1] % p, 0, -x.shape[-2] % p)))
+    assert capsys.readouterr().out.count("correct.") == 4
+
+
+def test_flatten_order_catches_the_unpermuted_weight(lenient):
+    assert not checks.flatten_order("b c (h p1) (w p2) -> b (h w) (p1 p2 c)", lambda w: w.flatten(1))
+    assert not checks.flatten_order("b c (h p1) (w p2) -> b (h w) (c p1 p2)", lambda w: w.flatten(1))
+    assert not checks.flatten_order("not a pattern", lambda w: w)
+
+
+def test_compare_tolerance_and_types():
+    a = torch.zeros(3)
+    assert checks.compare(a + 1e-6, a)[0]
+    assert not checks.compare(a + 1e-3, a)[0]
+    assert not checks.compare(a.numpy(), a)[0]
+    assert not checks.compare(torch.full((3,), float("nan")), a)[0]
+    assert checks.compare(3, 3)[0] and not checks.compare(3, 4)[0]

@@ -1,0 +1,137 @@
+"""The built site (make book) opened in headless Chromium, as a reader sees it.
+
+For every chapter page: its title, its code, a figure that loaded, the Colab link, and the
+rendered widget where the chapter has one; nothing is fetched from outside the site.
+Skips only where Debian's chromium or chromedriver is absent; CI installs both.
+"""
+
+import functools
+import http.server
+import json
+import os
+import shutil
+import threading
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = ROOT / "_build" / "html"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+SCREENSHOTS = os.environ.get("VITLIB_SCREENSHOTS")  # a folder: save one screenshot per page
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER),
+                       reason="Debian's chromium and chromium-driver are not installed "
+                              "(apt-get install chromium chromium-driver); CI installs them"),
+]
+
+
+def repository_url() -> str:
+    return yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
+
+
+@pytest.fixture(scope="module")
+def server():
+    if not (SITE / "index.html").exists():
+        pytest.fail("the site is not built: run `make book` (make test builds it first)")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(SITE))
+
+    class Quiet(handler.func):
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(SITE)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage", "--window-size=1280,2000",
+                 f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(60)
+    yield driver
+    driver.quit()
+
+
+def notebook_title(path: Path) -> str:
+    for cell in json.loads(path.read_text())["cells"]:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "markdown" and source.startswith("# "):
+            return source.splitlines()[0][2:].strip()
+    raise AssertionError(f"{path.name} has no '# title' cell")
+
+
+def has_widget(path: Path) -> bool:
+    return "application/vnd.jupyter.widget-view+json" in path.read_text()
+
+
+def wait_for(driver, script: str, what: str, timeout: float = 30):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    try:
+        return WebDriverWait(driver, timeout).until(lambda d: d.execute_script(script))
+    except Exception as error:
+        raise AssertionError(f"timed out waiting for {what}") from error
+
+
+@pytest.mark.parametrize("notebook", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_chapter_page(server, browser, notebook):
+    page = f"{server}/notebooks/{notebook.stem}.html"
+    browser.get(page)
+
+    title = browser.execute_script("return document.querySelector('article h1, main h1').textContent")
+    assert notebook_title(notebook) in title, f"page title {title!r}"
+
+    code = browser.execute_script("return [...document.querySelectorAll('.cell_input pre')].map(e => e.textContent)")
+    assert len(code) >= 5 and any("import torch" in c for c in code), "the chapter's code is not on the page"
+
+    loaded = wait_for(browser, """
+        const imgs = [...document.querySelectorAll('.cell_output img')];
+        return imgs.length && imgs.every(i => i.complete) ? imgs.filter(i => i.naturalWidth > 0).length : 0;
+    """, "the figures to load")
+    assert loaded >= 1, "no figure image loaded"
+
+    colab = f"https://colab.research.google.com/github/{urlparse(repository_url()).path.strip('/')}/blob/main/notebooks/{notebook.name}"
+    hrefs = browser.execute_script("return [...document.querySelectorAll('a')].map(a => a.href)")
+    assert colab in hrefs, f"no Colab link {colab}"
+
+    if has_widget(notebook):
+        # ipywidgets' HTML manager replaces the saved state with live widgets, slider and output.
+        wait_for(browser, "return document.querySelector('.jupyter-widgets .widget-slider, .jupyter-widgets .slider')",
+                 "the widget's slider to render from its saved state")
+        wait_for(browser, "const i = document.querySelector('.jupyter-widgets.widget-output img, .widget-output img');"
+                          "return i && i.complete && i.naturalWidth > 0",
+                 "the widget's saved figure to render")
+
+    if SCREENSHOTS:
+        Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
+        browser.execute_script("document.querySelector('.jupyter-widgets')?.scrollIntoView()")
+        browser.save_screenshot(str(Path(SCREENSHOTS) / f"{notebook.stem}.png"))
+
+    outside = browser.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+    outside = [url for url in outside if not url.startswith(server) and not url.startswith("data:")]
+    assert not outside, f"the page fetched from outside the site: {outside}"
+
+    # pydata-sphinx-theme reports a first visit's empty stored theme as an error, then uses "auto".
+    errors = [e["message"] for e in browser.get_log("browser")
+              if e["level"] == "SEVERE" and "Got invalid theme mode" not in e["message"]]
+    assert not errors, f"the browser console reported errors: {errors}"
