@@ -16,7 +16,7 @@ def lenient(monkeypatch):
 def test_strict_mode_raises_with_the_verdict(monkeypatch, capsys):
     monkeypatch.setenv("VITLIB_STRICT_CHECKS", "1")
     with pytest.raises(checks.CheckFailed) as error:
-        checks.token_counts({"ViT-B/16 at 384": 577})
+        checks.token_counts(lambda h, w, p: (h // p) * (w // p) + 1)
     assert "expected: 576" in str(error.value) and "got:      577" in str(error.value)
 
 
@@ -34,12 +34,14 @@ def test_unfinished_and_crashing_answers_get_a_sentence(lenient, capsys):
     assert "nothing yet" in capsys.readouterr().out
     assert checks.pad_to_multiple(lambda x, p: x[0, 0, 99]) is False
     assert "IndexError" in capsys.readouterr().out
+    assert checks.token_counts(lambda height, width, patch_size: todo(None, patch_size)) is False
+    assert "got:      nothing yet" in capsys.readouterr().out
 
 
 def test_right_answers_pass(capsys):
     assert checks.patchify_by_hand(patchify)
-    assert checks.token_counts(dict(checks.TOKEN_COUNTS))
-    assert checks.flatten_order("b c (h p1) (w p2) -> b (h w) (p1 p2 c)", lambda w: w.permute(0, 2, 3, 1).flatten(1))
+    assert checks.token_counts(lambda h, w, p: (h // p) * (w // p))
+    assert checks.flatten_order(lambda: "b c (h p1) (w p2) -> b (h w) (p1 p2 c)", lambda w: w.permute(0, 2, 3, 1).flatten(1))
     assert checks.pad_to_multiple(lambda x, p: F.pad(x, (0, -x.shape[-1] % p, 0, -x.shape[-2] % p)))
     assert capsys.readouterr().out.count("correct.") == 4
 
@@ -48,6 +50,11 @@ def test_flatten_order_catches_the_unpermuted_weight(lenient):
     assert not checks.flatten_order("b c (h p1) (w p2) -> b (h w) (p1 p2 c)", lambda w: w.flatten(1))
     assert not checks.flatten_order("b c (h p1) (w p2) -> b (h w) (c p1 p2)", lambda w: w.flatten(1))
     assert not checks.flatten_order("not a pattern", lambda w: w)
+
+    def unfinished():
+        raise NotImplementedError()
+
+    assert not checks.flatten_order(unfinished, lambda w: w)
 
 
 def test_compare_tolerance_and_types():
