@@ -10,12 +10,12 @@ WIDGETS  := book/widgets
 NB       ?= $(sort $(wildcard notebooks/*.ipynb))
 DEBIAN_FASHION := /usr/share/datasets/fashion-mnist
 
-.PHONY: help install export data execute widgets book test lint clean
+.PHONY: help install export data execute widgets book student test lint clean
 
 help:
 	@echo "make book   build the site into _build/html (sets up .venv first)"
 	@echo "make test   run every test: units, notebooks (nbval), export sync, the site in a browser"
-	@echo "steps:      install, export, data, execute [NB=notebooks/01_patches.ipynb], widgets, lint, clean"
+	@echo "steps:      install, export, data, execute [NB=notebooks/01_patches.ipynb], widgets, student, lint, clean"
 
 # --- set-up: a virtual environment with everything in requirements.txt, vitlib editable ---
 install: $(STAMP)
@@ -65,12 +65,16 @@ $(WIDGETS)/dist/embed-amd.js: $(WIDGETS)/package.json $(WIDGETS)/package-lock.js
 book: export widgets
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
 
+# --- the student edition: solutions removed, outputs cleared, into _build/student ---
+student: $(STAMP)
+	$(BIN)/python scripts/student_edition.py --out _build/student
+
 # --- every test; the browser test reads the site that `book` just built ---
 test: book
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check vitlib tests benchmarks conftest.py book/sphinx_ext
+	$(BIN)/ruff check vitlib tests benchmarks scripts conftest.py book/sphinx_ext
 
 clean:
 	rm -rf _build $(WIDGETS)/dist $(WIDGETS)/node_modules .pytest_cache

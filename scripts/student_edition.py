@@ -1,0 +1,68 @@
+"""Write the student edition of the book's notebooks: solutions removed, outputs cleared.
+
+    python scripts/student_edition.py [--out _build/student] [NOTEBOOK ...]
+
+The lines between `### BEGIN SOLUTION` and `### END SOLUTION` become, at the same indentation,
+
+    # YOUR CODE HERE
+    raise NotImplementedError()
+
+(nbgrader's convention), so an unanswered exercise's check says "nothing yet". Every output,
+execution count and saved widget state is removed; everything else is kept as it is.
+"""
+
+import argparse
+import re
+from pathlib import Path
+
+import nbformat
+
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+
+
+def strip_solutions(source: str) -> str:
+    """Replace every solution region of a cell's source; markers must come in pairs."""
+    out, inside = [], False
+    for line in source.splitlines():
+        marker = line.strip()
+        if marker == BEGIN:
+            if inside:
+                raise ValueError(f"a second {BEGIN!r} before {END!r}")
+            inside = True
+            indent = re.match(r"\s*", line).group(0)
+            out += [f"{indent}# YOUR CODE HERE", f"{indent}raise NotImplementedError()"]
+        elif marker == END:
+            if not inside:
+                raise ValueError(f"{END!r} without {BEGIN!r}")
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise ValueError(f"{BEGIN!r} without {END!r}")
+    return "\n".join(out)
+
+
+def student_notebook(path: Path) -> nbformat.NotebookNode:
+    notebook = nbformat.read(path, as_version=4)
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.source = strip_solutions(cell.source)
+            cell.outputs, cell.execution_count = [], None
+    notebook.metadata.pop("widgets", None)
+    return notebook
+
+
+def main():
+    parser = argparse.ArgumentParser(description="Write the student edition of the notebooks.")
+    parser.add_argument("notebooks", nargs="*", type=Path)
+    parser.add_argument("--out", type=Path, default=Path("_build/student"))
+    args = parser.parse_args()
+    paths = args.notebooks or sorted(Path("notebooks").glob("[0-9][0-9]_*.ipynb"))
+    args.out.mkdir(parents=True, exist_ok=True)
+    for path in paths:
+        nbformat.write(student_notebook(path), args.out / path.name)
+        print(f"{args.out / path.name}")
+
+
+if __name__ == "__main__":
+    main()
