@@ -74,7 +74,8 @@ test: book
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check vitlib tests benchmarks scripts conftest.py book/sphinx_ext
+	$(BIN)/ruff check notebooks vitlib tests benchmarks scripts conftest.py book/sphinx_ext
+	$(BIN)/ruff format --check notebooks tests benchmarks scripts conftest.py book/sphinx_ext
 
 clean:
 	rm -rf _build $(WIDGETS)/dist $(WIDGETS)/node_modules .pytest_cache

@@ -20,7 +20,11 @@ def time_versions(device: str, batch: int, dim: int, patch: int, size: int) -> d
     conv = PatchEmbed(patch_size=patch, in_channels=3, dim=dim).to(device)
     versions = {"Conv2d": conv, "einops + Linear": conv_to_linear(conv)}
     images = torch.rand(batch, 3, size, size, device=device)
-    autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if device == "cuda" else contextlib.nullcontext())
+    autocast = (
+        torch.autocast("cuda", dtype=torch.bfloat16)
+        if device == "cuda"
+        else contextlib.nullcontext()
+    )
     results = {}
     for name, embed in versions.items():
 
@@ -46,7 +50,9 @@ def main():
     parser.add_argument("--size", type=int, default=224)
     args = parser.parse_args()
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    print(f"batch {args.batch} x 3 x {args.size} x {args.size}, patch {args.patch}, d = {args.dim}")
+    print(
+        f"batch {args.batch} x 3 x {args.size} x {args.size}, patch {args.patch}, d = {args.dim}"
+    )
     for device in devices:
         results = time_versions(device, args.batch, args.dim, args.patch, args.size)
         print(f"\n{hardware(device)}{' (bf16 autocast)' if device == 'cuda' else ''}")
@@ -54,7 +60,9 @@ def main():
         for name, (forward, both) in results.items():
             print(f"{name:<16} {forward * 1e3:>7.2f} ms {both * 1e3:>8.2f} ms")
         (cf, cb), (lf, lb) = results["Conv2d"], results["einops + Linear"]
-        print(f"ratio einops / Conv2d: forward {lf / cf:.2f}x, forward + backward {lb / cb:.2f}x")
+        print(
+            f"ratio einops / Conv2d: forward {lf / cf:.2f}x, forward + backward {lb / cb:.2f}x"
+        )
 
 
 if __name__ == "__main__":

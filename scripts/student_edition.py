@@ -53,7 +53,9 @@ def student_notebook(path: Path) -> nbformat.NotebookNode:
 
 
 def main():
-    parser = argparse.ArgumentParser(description="Write the student edition of the notebooks.")
+    parser = argparse.ArgumentParser(
+        description="Write the student edition of the notebooks."
+    )
     parser.add_argument("notebooks", nargs="*", type=Path)
     parser.add_argument("--out", type=Path, default=Path("_build/student"))
     args = parser.parse_args()

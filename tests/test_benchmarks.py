@@ -15,7 +15,13 @@ SCRIPTS = sorted((ROOT / "benchmarks").glob("*.py"))
 def test_benchmark_runs(script):
     env = dict(os.environ, VITLIB_SMOKE="1")
     args = ["--size", "32", "--dim", "16"] if script.stem == "patch_embed" else []
-    result = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, env=env,
-                            cwd=ROOT, timeout=300)
+    result = subprocess.run(
+        [sys.executable, str(script), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     assert "ratio" in result.stdout

@@ -21,7 +21,11 @@ def cells(path):
 
 
 def code_cells(path):
-    return [c for c in cells(path) if c["cell_type"] == "code" and "".join(c["source"]).strip()]
+    return [
+        c
+        for c in cells(path)
+        if c["cell_type"] == "code" and "".join(c["source"]).strip()
+    ]
 
 
 def outputs_text(cell):
@@ -34,24 +38,35 @@ def outputs_text(cell):
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_stored_outputs_come_from_one_full_run(notebook):
     counts = [c["execution_count"] for c in code_cells(notebook)]
-    assert counts == list(range(1, len(counts) + 1)), "run it top to bottom in a fresh kernel: make execute"
+    assert counts == list(range(1, len(counts) + 1)), (
+        "run it top to bottom in a fresh kernel: make execute"
+    )
     for cell in code_cells(notebook):
         for out in cell.get("outputs", []):
             assert out["output_type"] != "error", f"a stored error: {out.get('ename')}"
         text = outputs_text(cell)
-        assert "smoke" not in text.lower(), "stored outputs must come from a full run, not smoke mode"
+        assert "smoke" not in text.lower(), (
+            "stored outputs must come from a full run, not smoke mode"
+        )
         for local in ("/work/", "/tmp/", "/root/", "/home/"):
             assert local not in text, f"a stored output shows a local path: {local}"
-        assert not any(o.get("name") == "stderr" for o in cell.get("outputs", [])), \
+        assert not any(o.get("name") == "stderr" for o in cell.get("outputs", [])), (
             f"a stored warning on the page: {text[:200]}"
+        )
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_widgets_keep_their_saved_state(notebook):
     text = notebook.read_text()
     if "application/vnd.jupyter.widget-view+json" in text:
-        state = json.loads(text)["metadata"].get("widgets", {}).get("application/vnd.jupyter.widget-state+json")
-        assert state and state["state"], "widget state not stored: make execute stores it"
+        state = (
+            json.loads(text)["metadata"]
+            .get("widgets", {})
+            .get("application/vnd.jupyter.widget-state+json")
+        )
+        assert state and state["state"], (
+            "widget state not stored: make execute stores it"
+        )
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
@@ -59,7 +74,9 @@ def test_first_cell_installs_vitlib_in_colab_only(notebook):
     first = "".join(code_cells(notebook)[0]["source"])
     url = CONFIG["repository"]["url"]
     assert 'if "google.colab" in sys.modules:' in first
-    assert f"git+{url}" in first, f"the Colab cell must install from _config.yml's repository.url ({url})"
+    assert f"git+{url}" in first, (
+        f"the Colab cell must install from _config.yml's repository.url ({url})"
+    )
 
 
 def test_colab_buttons_are_configured():
@@ -71,8 +88,12 @@ def test_colab_buttons_are_configured():
 def test_chapter_exports_and_ends_with_checked_exercises(notebook):
     source = "\n".join("".join(c["source"]) for c in cells(notebook))
     assert "#| default_exp " in source
-    assert source.count("### BEGIN SOLUTION") >= 3 and source.count("### BEGIN SOLUTION") == source.count("### END SOLUTION")
-    assert source.count("checks.") >= 3, "each exercise needs a check from vitlib.checks"
+    assert source.count("### BEGIN SOLUTION") >= 3 and source.count(
+        "### BEGIN SOLUTION"
+    ) == source.count("### END SOLUTION")
+    assert source.count("checks.") >= 3, (
+        "each exercise needs a check from vitlib.checks"
+    )
 
 
 def test_every_notebook_is_in_the_table_of_contents():
@@ -83,7 +104,10 @@ def test_every_notebook_is_in_the_table_of_contents():
 
 def test_runtime_dependencies_are_the_five():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    names = sorted(d.split(">")[0].split("=")[0].split("<")[0].strip() for d in project["dependencies"])
+    names = sorted(
+        d.split(">")[0].split("=")[0].split("<")[0].strip()
+        for d in project["dependencies"]
+    )
     assert names == ["einops", "matplotlib", "numpy", "torch", "torchvision"]
 
 
@@ -100,6 +124,8 @@ sys.meta_path.insert(0, Block())
 import torch, vitlib, vitlib.patches, vitlib.checks, vitlib.utils
 print(vitlib.PatchEmbed(16, 3, 8)(torch.rand(1, 3, 32, 32)).shape)
 """
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT
+    )
     assert result.returncode == 0, result.stderr
     assert "torch.Size([1, 4, 8])" in result.stdout

@@ -23,7 +23,11 @@ def test_strict_mode_raises_with_the_verdict(monkeypatch, capsys):
 def test_wrong_shape_is_described(lenient, capsys):
     assert checks.patchify_by_hand(lambda x, p: patchify(x, p).transpose(1, 2)) is False
     out = capsys.readouterr().out
-    assert "not yet" in out and "expected: a tensor of shape (2, 4, 48)" in out and "got:      a tensor of shape (2, 48, 4)" in out
+    assert (
+        "not yet" in out
+        and "expected: a tensor of shape (2, 4, 48)" in out
+        and "got:      a tensor of shape (2, 48, 4)" in out
+    )
 
 
 def test_unfinished_and_crashing_answers_get_a_sentence(lenient, capsys):
@@ -34,21 +38,33 @@ def test_unfinished_and_crashing_answers_get_a_sentence(lenient, capsys):
     assert "nothing yet" in capsys.readouterr().out
     assert checks.pad_to_multiple(lambda x, p: x[0, 0, 99]) is False
     assert "IndexError" in capsys.readouterr().out
-    assert checks.token_counts(lambda height, width, patch_size: todo(None, patch_size)) is False
+    assert (
+        checks.token_counts(lambda height, width, patch_size: todo(None, patch_size))
+        is False
+    )
     assert "got:      nothing yet" in capsys.readouterr().out
 
 
 def test_right_answers_pass(capsys):
     assert checks.patchify_by_hand(patchify)
     assert checks.token_counts(lambda h, w, p: (h // p) * (w // p))
-    assert checks.flatten_order(lambda: "b c (h p1) (w p2) -> b (h w) (p1 p2 c)", lambda w: w.permute(0, 2, 3, 1).flatten(1))
-    assert checks.pad_to_multiple(lambda x, p: F.pad(x, (0, -x.shape[-1] % p, 0, -x.shape[-2] % p)))
+    assert checks.flatten_order(
+        lambda: "b c (h p1) (w p2) -> b (h w) (p1 p2 c)",
+        lambda w: w.permute(0, 2, 3, 1).flatten(1),
+    )
+    assert checks.pad_to_multiple(
+        lambda x, p: F.pad(x, (0, -x.shape[-1] % p, 0, -x.shape[-2] % p))
+    )
     assert capsys.readouterr().out.count("correct.") == 4
 
 
 def test_flatten_order_catches_the_unpermuted_weight(lenient):
-    assert not checks.flatten_order("b c (h p1) (w p2) -> b (h w) (p1 p2 c)", lambda w: w.flatten(1))
-    assert not checks.flatten_order("b c (h p1) (w p2) -> b (h w) (c p1 p2)", lambda w: w.flatten(1))
+    assert not checks.flatten_order(
+        "b c (h p1) (w p2) -> b (h w) (p1 p2 c)", lambda w: w.flatten(1)
+    )
+    assert not checks.flatten_order(
+        "b c (h p1) (w p2) -> b (h w) (c p1 p2)", lambda w: w.flatten(1)
+    )
     assert not checks.flatten_order("not a pattern", lambda w: w)
 
     def unfinished():

@@ -19,10 +19,17 @@ def test_vitlib_is_what_the_notebooks_export():
         made = {p.name for p in Path(tmp).glob("*.py")}
         assert made, "the notebooks exported nothing"
         have = {p.name for p in (ROOT / "vitlib").glob("*.py")} - {"__init__.py"}
-        assert have == made, f"modules without a notebook: {sorted(have - made)}; not exported yet: {sorted(made - have)}"
-        stale = [name for name in sorted(made)
-                 if not filecmp.cmp(Path(tmp) / name, ROOT / "vitlib" / name, shallow=False)]
-        assert not stale, f"vitlib/{stale} differ from the notebooks: run `make export` (never edit them by hand)"
+        assert have == made, (
+            f"modules without a notebook: {sorted(have - made)}; not exported yet: {sorted(made - have)}"
+        )
+        stale = [
+            name
+            for name in sorted(made)
+            if not filecmp.cmp(Path(tmp) / name, ROOT / "vitlib" / name, shallow=False)
+        ]
+        assert not stale, (
+            f"vitlib/{stale} differ from the notebooks: run `make export` (never edit them by hand)"
+        )
 
 
 def test_generated_modules_say_so_and_init_is_hand_written():

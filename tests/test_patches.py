@@ -49,7 +49,9 @@ def test_gradients_agree_too():
     images = torch.randn(2, 3, 8, 12)
     conv(images).square().sum().backward()
     linear(images).square().sum().backward()
-    torch.testing.assert_close(linear.proj.weight.grad, conv.proj.weight.grad.flatten(1), atol=1e-4, rtol=1e-5)
+    torch.testing.assert_close(
+        linear.proj.weight.grad, conv.proj.weight.grad.flatten(1), atol=1e-4, rtol=1e-5
+    )
 
 
 def test_patchify_is_the_einops_pattern_and_unpatchify_inverts_it():
@@ -80,7 +82,11 @@ def test_indivisible_size_names_both_sizes_and_the_fixes(embed_cls):
         embed(torch.rand(1, 3, 30, 30))
     message = str(error.value)
     assert "30x30" in message and "16x16" in message
-    assert "resize it to 32x32" in message and "pad it to 32x32" in message and "crop it to 16x16" in message
+    assert (
+        "resize it to 32x32" in message
+        and "pad it to 32x32" in message
+        and "crop it to 16x16" in message
+    )
 
 
 def test_check_image_size():
@@ -92,14 +98,25 @@ def test_check_image_size():
     assert "crop" not in str(error.value)
 
 
-@pytest.mark.parametrize("bad, error_type, words", [
-    (torch.rand(1, 1, 32, 32), ValueError, ["expects 3 channels, got 1", "expand(-1, 3, -1, -1)"]),
-    (torch.rand(1, 32, 32, 3), ValueError, ["channels-last", "permute(0, 3, 1, 2)"]),
-    (torch.zeros(1, 3, 32, 32, dtype=torch.uint8), TypeError, ["float", "/ 255"]),
-    (torch.rand(3, 32, 32), ValueError, ["unsqueeze(0)"]),
-    (torch.rand(32, 32), ValueError, ["(b, c, h, w)"]),
-    ([[0.0]], TypeError, ["torch.Tensor"]),
-])
+@pytest.mark.parametrize(
+    "bad, error_type, words",
+    [
+        (
+            torch.rand(1, 1, 32, 32),
+            ValueError,
+            ["expects 3 channels, got 1", "expand(-1, 3, -1, -1)"],
+        ),
+        (
+            torch.rand(1, 32, 32, 3),
+            ValueError,
+            ["channels-last", "permute(0, 3, 1, 2)"],
+        ),
+        (torch.zeros(1, 3, 32, 32, dtype=torch.uint8), TypeError, ["float", "/ 255"]),
+        (torch.rand(3, 32, 32), ValueError, ["unsqueeze(0)"]),
+        (torch.rand(32, 32), ValueError, ["(b, c, h, w)"]),
+        ([[0.0]], TypeError, ["torch.Tensor"]),
+    ],
+)
 def test_bad_inputs_are_explained(bad, error_type, words):
     embed = PatchEmbed(patch_size=16, in_channels=3, dim=8)
     with pytest.raises(error_type) as error:
@@ -112,7 +129,11 @@ def test_fixed_img_size_is_enforced_with_a_clear_message():
     embed = PatchEmbed(patch_size=16, in_channels=3, dim=8, img_size=224)
     with pytest.raises(ValueError, match="built for 224x224 images, got 240x240"):
         embed(torch.rand(1, 3, 240, 240))
-    assert PatchEmbed(patch_size=16, dim=8)(torch.rand(1, 3, 240, 240)).shape == (1, 225, 8)
+    assert PatchEmbed(patch_size=16, dim=8)(torch.rand(1, 3, 240, 240)).shape == (
+        1,
+        225,
+        8,
+    )
 
 
 def test_square_crop_resize_and_photo():

@@ -22,13 +22,17 @@ SITE = ROOT / "_build" / "html"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-SCREENSHOTS = os.environ.get("VITLIB_SCREENSHOTS")  # a folder: save one screenshot per page
+SCREENSHOTS = os.environ.get(
+    "VITLIB_SCREENSHOTS"
+)  # a folder: save one screenshot per page
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER),
-                       reason="Debian's chromium and chromium-driver are not installed "
-                              "(apt-get install chromium chromium-driver); CI installs them"),
+    pytest.mark.skipif(
+        not (CHROMIUM and CHROMEDRIVER),
+        reason="Debian's chromium and chromium-driver are not installed "
+        "(apt-get install chromium chromium-driver); CI installs them",
+    ),
 ]
 
 
@@ -39,14 +43,20 @@ def repository_url() -> str:
 @pytest.fixture(scope="module")
 def server():
     if not (SITE / "index.html").exists():
-        pytest.fail("the site is not built: run `make book` (make test builds it first)")
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(SITE))
+        pytest.fail(
+            "the site is not built: run `make book` (make test builds it first)"
+        )
+    handler = functools.partial(
+        http.server.SimpleHTTPRequestHandler, directory=str(SITE)
+    )
 
     class Quiet(handler.func):
         def log_message(self, *args):
             pass
 
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(SITE)))
+    httpd = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(Quiet, directory=str(SITE))
+    )
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
@@ -60,10 +70,19 @@ def browser(tmp_path_factory):
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", "--window-size=1280,2000",
-                 f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,2000",
+        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
+    ):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
@@ -98,40 +117,69 @@ def test_chapter_page(server, browser, notebook):
     page = f"{server}/notebooks/{notebook.stem}.html"
     browser.get(page)
 
-    title = browser.execute_script("return document.querySelector('article h1, main h1').textContent")
+    title = browser.execute_script(
+        "return document.querySelector('article h1, main h1').textContent"
+    )
     assert notebook_title(notebook) in title, f"page title {title!r}"
 
-    code = browser.execute_script("return [...document.querySelectorAll('.cell_input pre')].map(e => e.textContent)")
-    assert len(code) >= 5 and any("import torch" in c for c in code), "the chapter's code is not on the page"
+    code = browser.execute_script(
+        "return [...document.querySelectorAll('.cell_input pre')].map(e => e.textContent)"
+    )
+    assert len(code) >= 5 and any("import torch" in c for c in code), (
+        "the chapter's code is not on the page"
+    )
 
-    loaded = wait_for(browser, """
+    loaded = wait_for(
+        browser,
+        """
         const imgs = [...document.querySelectorAll('.cell_output img')];
         return imgs.length && imgs.every(i => i.complete) ? imgs.filter(i => i.naturalWidth > 0).length : 0;
-    """, "the figures to load")
+    """,
+        "the figures to load",
+    )
     assert loaded >= 1, "no figure image loaded"
 
     colab = f"https://colab.research.google.com/github/{urlparse(repository_url()).path.strip('/')}/blob/main/notebooks/{notebook.name}"
-    hrefs = browser.execute_script("return [...document.querySelectorAll('a')].map(a => a.href)")
+    hrefs = browser.execute_script(
+        "return [...document.querySelectorAll('a')].map(a => a.href)"
+    )
     assert colab in hrefs, f"no Colab link {colab}"
 
     if has_widget(notebook):
         # ipywidgets' HTML manager replaces the saved state with live widgets, slider and output.
-        wait_for(browser, "return document.querySelector('.jupyter-widgets .widget-slider, .jupyter-widgets .slider')",
-                 "the widget's slider to render from its saved state")
-        wait_for(browser, "const i = document.querySelector('.jupyter-widgets.widget-output img, .widget-output img');"
-                          "return i && i.complete && i.naturalWidth > 0",
-                 "the widget's saved figure to render")
+        wait_for(
+            browser,
+            "return document.querySelector('.jupyter-widgets .widget-slider, .jupyter-widgets .slider')",
+            "the widget's slider to render from its saved state",
+        )
+        wait_for(
+            browser,
+            "const i = document.querySelector('.jupyter-widgets.widget-output img, .widget-output img');"
+            "return i && i.complete && i.naturalWidth > 0",
+            "the widget's saved figure to render",
+        )
 
     if SCREENSHOTS:
         Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
-        browser.execute_script("document.querySelector('.jupyter-widgets')?.scrollIntoView()")
+        browser.execute_script(
+            "document.querySelector('.jupyter-widgets')?.scrollIntoView()"
+        )
         browser.save_screenshot(str(Path(SCREENSHOTS) / f"{notebook.stem}.png"))
 
-    outside = browser.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
-    outside = [url for url in outside if not url.startswith(server) and not url.startswith("data:")]
+    outside = browser.execute_script(
+        "return performance.getEntriesByType('resource').map(e => e.name)"
+    )
+    outside = [
+        url
+        for url in outside
+        if not url.startswith(server) and not url.startswith("data:")
+    ]
     assert not outside, f"the page fetched from outside the site: {outside}"
 
     # pydata-sphinx-theme reports a first visit's empty stored theme as an error, then uses "auto".
-    errors = [e["message"] for e in browser.get_log("browser")
-              if e["level"] == "SEVERE" and "Got invalid theme mode" not in e["message"]]
+    errors = [
+        e["message"]
+        for e in browser.get_log("browser")
+        if e["level"] == "SEVERE" and "Got invalid theme mode" not in e["message"]
+    ]
     assert not errors, f"the browser console reported errors: {errors}"

@@ -7,7 +7,9 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("student_edition", ROOT / "scripts" / "student_edition.py")
+spec = importlib.util.spec_from_file_location(
+    "student_edition", ROOT / "scripts" / "student_edition.py"
+)
 student_edition = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(student_edition)
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -16,11 +18,18 @@ CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 def test_solution_regions_become_not_implemented_at_their_indentation():
     source = "def f(x):\n    ### BEGIN SOLUTION\n    return x + 1\n    ### END SOLUTION\n\nprint(f)"
     assert student_edition.strip_solutions(source) == (
-        "def f(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()\n\nprint(f)")
+        "def f(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()\n\nprint(f)"
+    )
 
 
-@pytest.mark.parametrize("source", ["### BEGIN SOLUTION\nx = 1", "x = 1\n### END SOLUTION",
-                                    "### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION"])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "### BEGIN SOLUTION\nx = 1",
+        "x = 1\n### END SOLUTION",
+        "### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION",
+    ],
+)
 def test_unpaired_markers_are_refused(source):
     with pytest.raises(ValueError):
         student_edition.strip_solutions(source)

@@ -18,7 +18,11 @@ class CheckFailed(AssertionError):
 
 def strict() -> bool:
     """True when VITLIB_STRICT_CHECKS is set to 1: failed checks raise CheckFailed."""
-    return os.environ.get("VITLIB_STRICT_CHECKS", "0").strip().lower() in ("1", "true", "yes")
+    return os.environ.get("VITLIB_STRICT_CHECKS", "0").strip().lower() in (
+        "1",
+        "true",
+        "yes",
+    )
 
 
 def describe(value) -> str:
@@ -55,9 +59,17 @@ def compare(got, expected, atol: float = 1e-5):
             return False, describe(expected), describe(got)
         if got.shape != expected.shape:
             return False, describe(expected), describe(got)
-        diff = (got.double() - expected.double()).abs().max().item() if got.numel() else 0.0
+        diff = (
+            (got.double() - expected.double()).abs().max().item()
+            if got.numel()
+            else 0.0
+        )
         if not diff <= atol:
-            return False, f"values within {atol:g} of the reference", f"values that differ by up to {diff:.3g}"
+            return (
+                False,
+                f"values within {atol:g} of the reference",
+                f"values that differ by up to {diff:.3g}",
+            )
         return True, describe(expected), describe(got)
     return got == expected, describe(expected), describe(got)
 
@@ -83,15 +95,22 @@ def call(fn, *args):
         return _Raised(error)
 
 
-def check_function(title: str, fn, reference, cases, atol: float = 1e-5, hint: str = "") -> bool:
+def check_function(
+    title: str, fn, reference, cases, atol: float = 1e-5, hint: str = ""
+) -> bool:
     """Compare `fn(*case)` with `reference(*case)` on every case; report the first that differs."""
     for case in cases:
         got = call(fn, *case)
         ok, expected_text, got_text = compare(got, reference(*case), atol)
         if not ok:
             inputs = ", ".join(describe(a) for a in case)
-            return verdict(f"{title} (inputs: {inputs})", False, expected_text,
-                           got_text if not isinstance(got, _Raised) else repr(got), hint)
+            return verdict(
+                f"{title} (inputs: {inputs})",
+                False,
+                expected_text,
+                got_text if not isinstance(got, _Raised) else repr(got),
+                hint,
+            )
     return verdict(f"{title} ({len(cases)} cases)", True)
 
 # %% ../notebooks/appendix_b_checks.ipynb #c008
@@ -105,9 +124,13 @@ def patchify_by_hand(fn) -> bool:
         (torch.rand(1, 1, 6, 9, generator=g), 3),
         (torch.rand(1, 3, 224, 224, generator=g), 16),
     ]
-    hint = ("split H into (h, p) and W into (w, p), move both grid axes before the channel axis, "
-            "then flatten each patch as (c, p, p) like vitlib.patches.patchify")
-    return check_function("Exercise 1.1, patchify by hand", fn, patchify, cases, hint=hint)
+    hint = (
+        "split H into (h, p) and W into (w, p), move both grid axes before the channel axis, "
+        "then flatten each patch as (c, p, p) like vitlib.patches.patchify"
+    )
+    return check_function(
+        "Exercise 1.1, patchify by hand", fn, patchify, cases, hint=hint
+    )
 
 
 TOKEN_COUNTS = {  # model: (height, width, patch, tokens)
@@ -124,8 +147,13 @@ def token_counts(fn) -> bool:
     for name, (height, width, patch, expected) in TOKEN_COUNTS.items():
         got = call(fn, height, width, patch)
         if got != expected:
-            return verdict(f"{title}, {name}", False, expected, got,
-                           "tokens = (height / patch) * (width / patch); the CLS token is not counted yet")
+            return verdict(
+                f"{title}, {name}",
+                False,
+                expected,
+                got,
+                "tokens = (height / patch) * (width / patch); the CLS token is not counted yet",
+            )
     return verdict(f"{title} ({len(TOKEN_COUNTS)} models)", True)
 
 
@@ -139,25 +167,44 @@ def flatten_order(pattern, convert) -> bool:
     if callable(pattern):
         pattern = call(pattern)
     if isinstance(pattern, _Raised):
-        return verdict(f"{title}, the pattern", False, "an einops pattern (a string)", repr(pattern))
+        return verdict(
+            f"{title}, the pattern",
+            False,
+            "an einops pattern (a string)",
+            repr(pattern),
+        )
     torch.manual_seed(0)
     images = torch.rand(2, 3, 8, 12)
     reference = rearrange(images, "b c (h p1) (w p2) -> b (h w) (p1 p2 c)", p1=4, p2=4)
     got = call(lambda: rearrange(images, pattern, p1=4, p2=4))
     ok, expected_text, got_text = compare(got, reference)
     if not ok:
-        return verdict(f"{title}, the pattern", False, expected_text, repr(got) if isinstance(got, _Raised) else got_text,
-                       "the right-hand side should end with (p1 p2 c): rows, then columns, then channels")
+        return verdict(
+            f"{title}, the pattern",
+            False,
+            expected_text,
+            repr(got) if isinstance(got, _Raised) else got_text,
+            "the right-hand side should end with (p1 p2 c): rows, then columns, then channels",
+        )
     embed = PatchEmbed(patch_size=4, in_channels=3, dim=5)
     weight = call(convert, embed.proj.weight.detach())
     if not isinstance(weight, torch.Tensor) or weight.shape != (5, 48):
-        return verdict(f"{title}, the weight", False, "a tensor of shape (5, 48)",
-                       repr(weight) if isinstance(weight, _Raised) else describe(weight),
-                       "permute the weight's axes from (d, c, p1, p2) to (d, p1, p2, c), then flatten")
+        return verdict(
+            f"{title}, the weight",
+            False,
+            "a tensor of shape (5, 48)",
+            repr(weight) if isinstance(weight, _Raised) else describe(weight),
+            "permute the weight's axes from (d, c, p1, p2) to (d, p1, p2, c), then flatten",
+        )
     tokens = reference @ weight.T + embed.proj.bias.detach()
     ok, expected_text, got_text = compare(tokens, embed(images).detach())
-    return verdict(title if ok else f"{title}, the weight", ok, expected_text, got_text,
-                   "permute the weight's axes from (d, c, p1, p2) to (d, p1, p2, c), then flatten")
+    return verdict(
+        title if ok else f"{title}, the weight",
+        ok,
+        expected_text,
+        got_text,
+        "permute the weight's axes from (d, c, p1, p2) to (d, p1, p2, c), then flatten",
+    )
 
 
 def pad_to_multiple(fn) -> bool:
@@ -174,5 +221,10 @@ def pad_to_multiple(fn) -> bool:
         (torch.rand(2, 1, 28, 28, generator=g), 7),
         (torch.rand(1, 3, 5, 9, generator=g), 4),
     ]
-    return check_function("Exercise 1.4, pad to fit", fn, reference, cases,
-                          hint="pad by (-width % p) on the right and (-height % p) at the bottom")
+    return check_function(
+        "Exercise 1.4, pad to fit",
+        fn,
+        reference,
+        cases,
+        hint="pad by (-width % p) on the right and (-height % p) at the bottom",
+    )

@@ -17,8 +17,10 @@ def square_crop_resize(image: torch.Tensor, size: int) -> torch.Tensor:
     _, height, width = image.shape
     side = min(height, width)
     top, left = (height - side) // 2, (width - side) // 2
-    square = image[:, top:top + side, left:left + side]
-    resized = F.interpolate(square[None], size=(size, size), mode="bilinear", antialias=True)
+    square = image[:, top : top + side, left : left + side]
+    resized = F.interpolate(
+        square[None], size=(size, size), mode="bilinear", antialias=True
+    )
     return resized[0].clamp(0, 1)
 
 
@@ -30,8 +32,14 @@ def load_photo(name: str = "chelsea", size: int = 224) -> torch.Tensor:
     try:
         from skimage import data
     except ImportError as error:
-        raise ImportError("load_photo needs scikit-image: pip install scikit-image") from error
-    photos = {"chelsea": data.chelsea, "astronaut": data.astronaut, "coffee": data.coffee}
+        raise ImportError(
+            "load_photo needs scikit-image: pip install scikit-image"
+        ) from error
+    photos = {
+        "chelsea": data.chelsea,
+        "astronaut": data.astronaut,
+        "coffee": data.coffee,
+    }
     if name not in photos:
         raise ValueError(f"unknown photo {name!r}: choose one of {sorted(photos)}")
     image = torch.from_numpy(photos[name]()).permute(2, 0, 1).float() / 255  # (3, H, W)
@@ -48,7 +56,10 @@ def check_image_size(height: int, width: int, patch_size) -> tuple:
     ph, pw = pair(patch_size)
     if height % ph == 0 and width % pw == 0 and height > 0 and width > 0:
         return height // ph, width // pw
-    up = (-(-height // ph) * ph, -(-width // pw) * pw)  # round up to a multiple of the patch
+    up = (
+        -(-height // ph) * ph,
+        -(-width // pw) * pw,
+    )  # round up to a multiple of the patch
     down = (height // ph * ph, width // pw * pw)  # round down
     fixes = f"resize it to {up[0]}x{up[1]}, pad it to {up[0]}x{up[1]}"
     if min(down) > 0:
@@ -59,7 +70,13 @@ def check_image_size(height: int, width: int, patch_size) -> tuple:
     )
 
 # %% ../notebooks/01_patches.ipynb #c018
-def show_grid(image: torch.Tensor, patch_size, ax=None, numbers: bool = False, color: str = "white"):
+def show_grid(
+    image: torch.Tensor,
+    patch_size,
+    ax=None,
+    numbers: bool = False,
+    color: str = "white",
+):
     """Draw an image (c, H, W) with the lines of its patch grid; returns the matplotlib axes."""
     import matplotlib.pyplot as plt
 
@@ -75,8 +92,15 @@ def show_grid(image: torch.Tensor, patch_size, ax=None, numbers: bool = False, c
     if numbers:
         for k in range(rows * cols):
             i, j = divmod(k, cols)
-            ax.text(j * pw + pw / 2 - 0.5, i * ph + ph / 2 - 0.5, str(k), color=color,
-                    ha="center", va="center", fontsize=max(4, min(9, pw // 3)))
+            ax.text(
+                j * pw + pw / 2 - 0.5,
+                i * ph + ph / 2 - 0.5,
+                str(k),
+                color=color,
+                ha="center",
+                va="center",
+                fontsize=max(4, min(9, pw // 3)),
+            )
     ax.set_xticks([])
     ax.set_yticks([])
     return ax
@@ -93,7 +117,9 @@ def unpatchify(patches: torch.Tensor, patch_size, grid) -> torch.Tensor:
     """The inverse of patchify: (b, n, c*p*p) back to images (b, c, h*p, w*p) for a grid (h, w)."""
     ph, pw = pair(patch_size)
     h, w = pair(grid)
-    return rearrange(patches, "b (h w) (c p1 p2) -> b c (h p1) (w p2)", h=h, w=w, p1=ph, p2=pw)
+    return rearrange(
+        patches, "b (h w) (c p1 p2) -> b c (h p1) (w p2)", h=h, w=w, p1=ph, p2=pw
+    )
 
 # %% ../notebooks/01_patches.ipynb #c028
 def check_images(images, in_channels: int, patch_size, img_size=None) -> tuple:
@@ -103,39 +129,61 @@ def check_images(images, in_channels: int, patch_size, img_size=None) -> tuple:
     error from deep inside the model. With `img_size` set, the size must match it exactly.
     """
     if not isinstance(images, torch.Tensor):
-        raise TypeError(f"expected a torch.Tensor of images (b, c, h, w), got {type(images).__name__}")
+        raise TypeError(
+            f"expected a torch.Tensor of images (b, c, h, w), got {type(images).__name__}"
+        )
     if images.ndim == 3:
-        raise ValueError(f"expected a batch of images (b, c, h, w), got one image of shape "
-                         f"{tuple(images.shape)}: add the batch axis with images.unsqueeze(0)")
+        raise ValueError(
+            f"expected a batch of images (b, c, h, w), got one image of shape "
+            f"{tuple(images.shape)}: add the batch axis with images.unsqueeze(0)"
+        )
     if images.ndim != 4:
-        raise ValueError(f"expected a batch of images (b, c, h, w), got shape {tuple(images.shape)}")
+        raise ValueError(
+            f"expected a batch of images (b, c, h, w), got shape {tuple(images.shape)}"
+        )
     if not images.is_floating_point():
-        raise TypeError(f"expected float images, got {images.dtype}: convert bytes with images.float() / 255")
+        raise TypeError(
+            f"expected float images, got {images.dtype}: convert bytes with images.float() / 255"
+        )
     channels, height, width = images.shape[1:]
     if channels != in_channels:
-        hint = ("it looks channels-last (b, h, w, c): use images.permute(0, 3, 1, 2)"
-                if images.shape[-1] == in_channels else
-                f"give {in_channels}-channel images or build the model with in_channels={channels}")
+        hint = (
+            "it looks channels-last (b, h, w, c): use images.permute(0, 3, 1, 2)"
+            if images.shape[-1] == in_channels
+            else f"give {in_channels}-channel images or build the model with in_channels={channels}"
+        )
         if channels == 1 and in_channels == 3:
             hint = "repeat a grey image to 3 channels with images.expand(-1, 3, -1, -1), or build the model with in_channels=1"
-        raise ValueError(f"the model expects {in_channels} channels, got {channels} "
-                         f"(images of shape {tuple(images.shape)}): {hint}")
+        raise ValueError(
+            f"the model expects {in_channels} channels, got {channels} "
+            f"(images of shape {tuple(images.shape)}): {hint}"
+        )
     if img_size is not None and (height, width) != pair(img_size):
         eh, ew = pair(img_size)
-        raise ValueError(f"the model was built for {eh}x{ew} images, got {height}x{width}: resize "
-                         f"the images to {eh}x{ew}, or build the model for {height}x{width} and "
-                         f"resample its position embeddings (chapter 2)")
+        raise ValueError(
+            f"the model was built for {eh}x{ew} images, got {height}x{width}: resize "
+            f"the images to {eh}x{ew}, or build the model for {height}x{width} and "
+            f"resample its position embeddings (chapter 2)"
+        )
     return check_image_size(height, width, patch_size)
 
 # %% ../notebooks/01_patches.ipynb #c030
 class LinearPatchEmbed(nn.Module):
     """Patch embedding as cut-and-flatten (einops) then one shared Linear: (b, c, H, W) -> (b, n, d)."""
 
-    def __init__(self, patch_size=16, in_channels: int = 3, dim: int = 768, img_size=None):
+    def __init__(
+        self, patch_size=16, in_channels: int = 3, dim: int = 768, img_size=None
+    ):
         super().__init__()
-        self.patch_size, self.in_channels, self.img_size = pair(patch_size), in_channels, img_size
+        self.patch_size, self.in_channels, self.img_size = (
+            pair(patch_size),
+            in_channels,
+            img_size,
+        )
         ph, pw = self.patch_size
-        self.to_patches = Rearrange("b c (h p1) (w p2) -> b (h w) (c p1 p2)", p1=ph, p2=pw)
+        self.to_patches = Rearrange(
+            "b c (h p1) (w p2) -> b (h w) (c p1 p2)", p1=ph, p2=pw
+        )
         self.proj = nn.Linear(in_channels * ph * pw, dim)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
@@ -150,16 +198,26 @@ class PatchEmbed(nn.Module):
     other sizes are refused; without it, any size the patch divides is accepted.
     """
 
-    def __init__(self, patch_size=16, in_channels: int = 3, dim: int = 768, img_size=None):
+    def __init__(
+        self, patch_size=16, in_channels: int = 3, dim: int = 768, img_size=None
+    ):
         super().__init__()
-        self.patch_size, self.in_channels, self.img_size = pair(patch_size), in_channels, img_size
-        self.proj = nn.Conv2d(in_channels, dim, kernel_size=self.patch_size, stride=self.patch_size)
+        self.patch_size, self.in_channels, self.img_size = (
+            pair(patch_size),
+            in_channels,
+            img_size,
+        )
+        self.proj = nn.Conv2d(
+            in_channels, dim, kernel_size=self.patch_size, stride=self.patch_size
+        )
 
     @property
     def num_patches(self) -> int:
         """Tokens per image for the size given at construction."""
         if self.img_size is None:
-            raise ValueError("num_patches needs img_size: build PatchEmbed(..., img_size=224)")
+            raise ValueError(
+                "num_patches needs img_size: build PatchEmbed(..., img_size=224)"
+            )
         h, w = check_image_size(*pair(self.img_size), self.patch_size)
         return h * w
 
@@ -171,9 +229,15 @@ class PatchEmbed(nn.Module):
 # %% ../notebooks/01_patches.ipynb #c037
 def conv_to_linear(conv_embed: PatchEmbed) -> LinearPatchEmbed:
     """A LinearPatchEmbed computing the same function as `conv_embed` (weights copied)."""
-    linear_embed = LinearPatchEmbed(conv_embed.patch_size, conv_embed.in_channels,
-                                    conv_embed.proj.out_channels, conv_embed.img_size)
+    linear_embed = LinearPatchEmbed(
+        conv_embed.patch_size,
+        conv_embed.in_channels,
+        conv_embed.proj.out_channels,
+        conv_embed.img_size,
+    )
     with torch.no_grad():
-        linear_embed.proj.weight.copy_(conv_embed.proj.weight.flatten(1))  # (d, c, p1, p2) -> (d, c*p1*p2)
+        linear_embed.proj.weight.copy_(
+            conv_embed.proj.weight.flatten(1)
+        )  # (d, c, p1, p2) -> (d, c*p1*p2)
         linear_embed.proj.bias.copy_(conv_embed.proj.bias)
     return linear_embed.to(conv_embed.proj.weight.device)

@@ -8,7 +8,9 @@ and the second `const THEBE_JS_URL` throws "already declared" in every reader's 
 def _key(script):
     # An inline script's file name is None from one extension and "" from another: the same.
     name = getattr(script, "filename", script) or ""
-    return str(name), tuple(sorted((k, str(v)) for k, v in getattr(script, "attributes", {}).items()))
+    return str(name), tuple(
+        sorted((k, str(v)) for k, v in getattr(script, "attributes", {}).items())
+    )
 
 
 def _dedupe(app, pagename, templatename, context, doctree):
