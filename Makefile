@@ -45,7 +45,7 @@ $(DATA)/FashionMNIST/raw/train-images-idx3-ubyte:
 execute: export
 	for nb in $(NB); do \
 	  env -u VITLIB_SMOKE -u VITLIB_STRICT_CHECKS $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
-	    --ExecutePreprocessor.timeout=-1 --ExecutePreprocessor.kernel_name=python3 \
+	    --ExecutePreprocessor.timeout=3600 --ExecutePreprocessor.kernel_name=python3 \
 	    --ExecutePreprocessor.store_widget_state=True --ExecutePreprocessor.record_timing=False \
 	    "$$nb" || exit 1; \
 	done

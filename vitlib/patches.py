@@ -175,11 +175,9 @@ class LinearPatchEmbed(nn.Module):
         self, patch_size=16, in_channels: int = 3, dim: int = 768, img_size=None
     ):
         super().__init__()
-        self.patch_size, self.in_channels, self.img_size = (
-            pair(patch_size),
-            in_channels,
-            img_size,
-        )
+        self.patch_size = pair(patch_size)
+        self.in_channels = in_channels
+        self.img_size = img_size  # None: any size the patch divides
         ph, pw = self.patch_size
         self.to_patches = Rearrange(
             "b c (h p1) (w p2) -> b (h w) (c p1 p2)", p1=ph, p2=pw
@@ -202,11 +200,9 @@ class PatchEmbed(nn.Module):
         self, patch_size=16, in_channels: int = 3, dim: int = 768, img_size=None
     ):
         super().__init__()
-        self.patch_size, self.in_channels, self.img_size = (
-            pair(patch_size),
-            in_channels,
-            img_size,
-        )
+        self.patch_size = pair(patch_size)
+        self.in_channels = in_channels
+        self.img_size = img_size  # None: any size the patch divides
         self.proj = nn.Conv2d(
             in_channels, dim, kernel_size=self.patch_size, stride=self.patch_size
         )
