@@ -80,3 +80,23 @@ def test_compare_tolerance_and_types():
     assert not checks.compare(a.numpy(), a)[0]
     assert not checks.compare(torch.full((3,), float("nan")), a)[0]
     assert checks.compare(3, 3)[0] and not checks.compare(3, 4)[0]
+
+
+def test_a_long_error_is_shown_in_full(lenient, capsys):
+    message = "this error message is long on purpose, " * 4 + "and its end must be seen"
+
+    def broken(images, patch_size):
+        raise ValueError(message)
+
+    checks.patchify_by_hand(broken)
+    assert message in capsys.readouterr().out
+
+
+def test_checks_leave_the_students_random_state_alone():
+    torch.manual_seed(123)
+    before = torch.random.get_rng_state()
+    checks.flatten_order(
+        "b c (h p1) (w p2) -> b (h w) (p1 p2 c)",
+        lambda w: w.permute(0, 2, 3, 1).flatten(1),
+    )
+    assert torch.equal(torch.random.get_rng_state(), before)

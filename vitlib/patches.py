@@ -8,7 +8,6 @@ __all__ = ['square_crop_resize', 'load_photo', 'pair', 'check_image_size', 'show
 import torch
 import torch.nn.functional as F
 from einops import rearrange
-from einops.layers.torch import Rearrange
 from torch import nn
 
 # %% ../notebooks/01_patches.ipynb #c013
@@ -56,11 +55,9 @@ def check_image_size(height: int, width: int, patch_size) -> tuple:
     ph, pw = pair(patch_size)
     if height % ph == 0 and width % pw == 0 and height > 0 and width > 0:
         return height // ph, width // pw
-    up = (
-        -(-height // ph) * ph,
-        -(-width // pw) * pw,
-    )  # round up to a multiple of the patch
-    down = (height // ph * ph, width // pw * pw)  # round down
+    # the nearest multiples of the patch, rounding up and rounding down
+    up = (-(-height // ph) * ph, -(-width // pw) * pw)
+    down = (height // ph * ph, width // pw * pw)
     fixes = f"resize it to {up[0]}x{up[1]}, pad it to {up[0]}x{up[1]}"
     if min(down) > 0:
         fixes += f", or crop it to {down[0]}x{down[1]}"
@@ -179,14 +176,13 @@ class LinearPatchEmbed(nn.Module):
         self.in_channels = in_channels
         self.img_size = img_size  # None: any size the patch divides
         ph, pw = self.patch_size
-        self.to_patches = Rearrange(
-            "b c (h p1) (w p2) -> b (h w) (c p1 p2)", p1=ph, p2=pw
-        )
         self.proj = nn.Linear(in_channels * ph * pw, dim)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         check_images(images, self.in_channels, self.patch_size, self.img_size)
-        return self.proj(self.to_patches(images))  # (b, n, c*p*p) -> (b, n, d)
+        return self.proj(
+            patchify(images, self.patch_size)
+        )  # (b, n, c*p*p) -> (b, n, d)
 
 # %% ../notebooks/01_patches.ipynb #c033
 class PatchEmbed(nn.Module):
