@@ -46,11 +46,8 @@ def server():
         pytest.fail(
             "the site is not built: run `make book` (make test builds it first)"
         )
-    handler = functools.partial(
-        http.server.SimpleHTTPRequestHandler, directory=str(SITE)
-    )
 
-    class Quiet(handler.func):
+    class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args):
             pass
 
