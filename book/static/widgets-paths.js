@@ -1,9 +1,15 @@
-// Loaded between require.js and embed-amd.js. The widget bundle finds its fonts next to its
-// own AMD module, which requirejs would place beside the page; point it at this folder
-// (_static/) instead, so that every page, at any depth, loads them from the site itself.
+// Loaded between require.js and embed-amd.js. The widget bundle defines several AMD modules
+// (@jupyter-widgets/base, /controls, /html-manager/dist/libembed-amd), and whichever injects
+// the CSS first looks for the fonts beside its own module, which requirejs would place
+// beside the page. Map every one of them to this folder (_static/), so that every page, at
+// any depth, loads the fonts from the site itself.
 (function () {
   var here = document.currentScript.src;
+  var staticDir = here.slice(0, here.lastIndexOf("/"));
   require.config({
-    paths: { "@jupyter-widgets/html-manager/dist": here.slice(0, here.lastIndexOf("/")) },
+    paths: {
+      "@jupyter-widgets/html-manager/dist": staticDir,
+      "@jupyter-widgets": staticDir,
+    },
   });
 })();
