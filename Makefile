@@ -6,16 +6,16 @@ VENV     := .venv
 BIN      := $(VENV)/bin
 STAMP    := $(VENV)/.installed
 DATA     ?= data
-WIDGETS  := book/widgets
+JS       := book/js
 NB       ?= $(sort $(wildcard notebooks/*.ipynb))
 DEBIAN_FASHION := /usr/share/datasets/fashion-mnist
 
-.PHONY: help install export data execute widgets book student test lint clean
+.PHONY: help install export data execute js book student test lint clean
 
 help:
 	@echo "make book   build the site into _build/html (sets up .venv first)"
 	@echo "make test   run every test: units, notebooks (nbval), export sync, the site in a browser"
-	@echo "steps:      install, export, data, execute [NB=notebooks/01_patches.ipynb], widgets, student, lint, clean"
+	@echo "steps:      install, export, data, execute [NB=notebooks/01_patches.ipynb], js, student, lint, clean"
 
 # --- set-up: a virtual environment with everything in requirements.txt, vitlib editable ---
 install: $(STAMP)
@@ -43,26 +43,24 @@ $(DATA)/FashionMNIST/raw/train-images-idx3-ubyte:
 
 # --- run notebooks top to bottom in a fresh kernel, full size, outputs and widget state stored ---
 execute: export
-	for nb in $(NB); do \
-	  env -u VITLIB_SMOKE -u VITLIB_STRICT_CHECKS $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
-	    --ExecutePreprocessor.timeout=3600 --ExecutePreprocessor.kernel_name=python3 \
-	    --ExecutePreprocessor.store_widget_state=True --ExecutePreprocessor.record_timing=False \
-	    "$$nb" || exit 1; \
-	done
+	env -u VITLIB_SMOKE -u VITLIB_STRICT_CHECKS $(BIN)/python scripts/execute.py $(NB)
 
-# --- the widget JavaScript, served by the site itself (no CDN): npm ci from the lock file ---
-widgets: $(WIDGETS)/dist/embed-amd.js
+# --- the site's JavaScript, served by the site itself (no CDN): ipywidgets and MathJax, npm ci from the lock file ---
+js: $(JS)/dist/embed-amd.js
 
-$(WIDGETS)/dist/embed-amd.js: $(WIDGETS)/package.json $(WIDGETS)/package-lock.json
+$(JS)/dist/embed-amd.js: $(JS)/package.json $(JS)/package-lock.json
 	@command -v npm >/dev/null || { echo "make book needs npm (Node.js) to bundle the widget JavaScript: apt-get install npm, or install Node.js"; exit 1; }
-	cd $(WIDGETS) && npm ci --no-audit --no-fund --loglevel=error
-	rm -rf $(WIDGETS)/dist && mkdir -p $(WIDGETS)/dist
-	cd $(WIDGETS)/node_modules/@jupyter-widgets/html-manager/dist && \
-	  cp embed-amd.js *.woff *.woff2 *.ttf *.eot *.svg $(CURDIR)/$(WIDGETS)/dist/
-	cp $(WIDGETS)/node_modules/requirejs/require.js $(WIDGETS)/dist/
+	cd $(JS) && npm ci --no-audit --no-fund --loglevel=error
+	rm -rf $(JS)/dist && mkdir -p $(JS)/dist
+	cd $(JS)/node_modules/@jupyter-widgets/html-manager/dist && \
+	  cp embed-amd.js *.woff *.woff2 *.ttf *.eot *.svg $(CURDIR)/$(JS)/dist/
+	cp $(JS)/node_modules/requirejs/require.js $(JS)/dist/
+	cp $(JS)/node_modules/mathjax/es5/tex-svg-full.js $(JS)/dist/mathjax-tex-svg.js
 
 # --- the site: Jupyter Book 1, stored outputs, warnings are errors ---
-book: export widgets
+# (_build/html is removed first: when no page changed, Sphinx would not copy a changed _static file)
+book: export js
+	rm -rf _build/html
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
 
 # --- the student edition: solutions removed, outputs cleared, into _build/student ---
@@ -78,4 +76,4 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check notebooks tests benchmarks scripts conftest.py book/sphinx_ext
 
 clean:
-	rm -rf _build $(WIDGETS)/dist $(WIDGETS)/node_modules .pytest_cache
+	rm -rf _build $(JS)/dist $(JS)/node_modules .pytest_cache

@@ -1,7 +1,8 @@
 """The built site (make book) opened in headless Chromium, as a reader sees it.
 
-For every chapter page: its title, its code, a figure that loaded, the Colab link, and the
-rendered widget where the chapter has one; nothing is fetched from outside the site.
+For every chapter page: its title, its code, a figure that loaded, the Colab link, the
+rendered widget where the chapter has one, typeset formulas where it has math; nothing is
+fetched from outside the site.
 Skips only where Debian's chromium or chromedriver is absent; CI installs both.
 """
 
@@ -100,6 +101,13 @@ def has_widget(path: Path) -> bool:
     return "application/vnd.jupyter.widget-view+json" in path.read_text()
 
 
+def has_math(path: Path) -> bool:
+    return any(
+        cell["cell_type"] == "markdown" and "$" in "".join(cell["source"])
+        for cell in json.loads(path.read_text())["cells"]
+    )
+
+
 def wait_for(driver, script: str, what: str, timeout: float = 30):
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -156,6 +164,14 @@ def test_chapter_page(server, browser, notebook):
                 "return i && i.complete && i.naturalWidth > 0",
                 "the figure saved in the widget's output to render",
             )
+
+    if has_math(notebook):
+        # MathJax, served from _static, typesets the page's formulas as SVG.
+        wait_for(
+            browser,
+            "return document.querySelector('mjx-container svg')",
+            "MathJax to typeset the formulas",
+        )
 
     if SCREENSHOTS:
         Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)

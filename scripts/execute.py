@@ -1,0 +1,74 @@
+"""Run notebooks top to bottom in a fresh kernel and store their outputs (`make execute`).
+
+    python scripts/execute.py notebooks/02_positions.ipynb [...]
+
+What `jupyter nbconvert --execute --inplace` does, with the widget state stored, and with one
+fix: nbclient sometimes waits forever for the reply to a cell that shows ipywidgets (the
+kernel is idle, the reply has arrived, nobody wakes up: jupyter/nbclient#312,
+jupyter/nbconvert#2029). Here the wait for a reply is a loop of one-second polls, and each
+poll looks at the socket again, so a reply that has arrived is always found.
+"""
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from queue import Empty
+
+import nbformat
+from nbclient import NotebookClient
+
+POLL_SECONDS = 1.0
+
+
+def poll_in_steps(channel):
+    """Wrap channel.get_msg(timeout) into repeated short polls with the same deadline."""
+    get_msg = channel.get_msg
+
+    async def patient_get_msg(timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else deadline - time.monotonic()
+            try:
+                return await get_msg(
+                    timeout=POLL_SECONDS
+                    if left is None
+                    else max(0, min(left, POLL_SECONDS))
+                )
+            except Empty:
+                if left is not None and left <= POLL_SECONDS:
+                    raise
+
+    channel.get_msg = patient_get_msg
+
+
+class Client(NotebookClient):
+    async def async_start_new_kernel_client(self):
+        kc = await super().async_start_new_kernel_client()
+        poll_in_steps(kc.shell_channel)
+        return kc
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="+", type=Path)
+    parser.add_argument("--timeout", type=int, default=3600, help="seconds per cell")
+    args = parser.parse_args()
+    for path in args.notebooks:
+        start = time.perf_counter()
+        print(f"executing {path} ...", flush=True)
+        nb = nbformat.read(path, as_version=4)
+        Client(
+            nb,
+            timeout=args.timeout,
+            kernel_name="python3",
+            store_widget_state=True,
+            record_timing=False,
+            resources={"metadata": {"path": str(path.parent)}},
+        ).execute()
+        nbformat.write(nb, path)
+        print(f"  done in {time.perf_counter() - start:.0f} s", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
