@@ -6,7 +6,22 @@ edit the notebook, never the module.
 
 __version__ = "0.1.0"
 
-from . import checks, patches, utils
+from . import attention, checks, patches, positions, utils
+from .attention import MultiHeadAttention
 from .patches import LinearPatchEmbed, PatchEmbed, patchify, unpatchify
+from .positions import resample_pos_embed, sincos_2d
 
-__all__ = ["checks", "patches", "utils", "PatchEmbed", "LinearPatchEmbed", "patchify", "unpatchify"]
+__all__ = [
+    "attention",
+    "checks",
+    "patches",
+    "positions",
+    "utils",
+    "LinearPatchEmbed",
+    "MultiHeadAttention",
+    "PatchEmbed",
+    "patchify",
+    "resample_pos_embed",
+    "sincos_2d",
+    "unpatchify",
+]

@@ -2,7 +2,9 @@
 
 # %% auto #0
 __all__ = ['TOKEN_COUNTS', 'CheckFailed', 'strict', 'describe', 'verdict', 'compare', 'call', 'check_function',
-           'patchify_by_hand', 'token_counts', 'flatten_order', 'pad_to_multiple']
+           'patchify_by_hand', 'token_counts', 'flatten_order', 'pad_to_multiple', 'sinusoidal', 'add_cls',
+           'grid_embedding', 'position_parameters', 'attention_by_hand', 'split_heads', 'head_weights',
+           'attention_parameters']
 
 # %% ../notebooks/appendix_b_checks.ipynb #c004
 import torch
@@ -223,4 +225,143 @@ def pad_to_multiple(fn) -> bool:
         reference,
         cases,
         hint="pad by (-width % p) on the right and (-height % p) at the bottom",
+    )
+
+# %% ../notebooks/appendix_b_checks.ipynb #c015
+def sinusoidal(fn) -> bool:
+    """Exercise 2.1: `fn(n, d)` is the 1D sinusoidal table (n, d), sin in even columns."""
+    from vitlib.positions import sincos_1d
+
+    cases = [(4, 6), (196, 64), (50, 768)]
+    hint = "column 2i holds sin(p / 10000**(2i/d)) and column 2i+1 the cos of the same angle"
+    return check_function(
+        "Exercise 2.1, sinusoidal positions", fn, sincos_1d, cases, atol=1e-4, hint=hint
+    )
+
+
+def add_cls(fn) -> bool:
+    """Exercise 2.2: `fn(tokens, cls_token)` prepends (1, 1, d) to (b, n, d) -> (b, 1 + n, d)."""
+    from vitlib.positions import prepend_cls
+
+    g = torch.Generator().manual_seed(0)
+    cases = [
+        (torch.randn(1, 4, 3, generator=g), torch.randn(1, 1, 3, generator=g)),
+        (torch.randn(5, 196, 16, generator=g), torch.randn(1, 1, 16, generator=g)),
+    ]
+    hint = (
+        "expand or repeat the token to (b, 1, d), then concatenate in front along dim 1"
+    )
+    return check_function(
+        "Exercise 2.2, the class token", fn, prepend_cls, cases, hint=hint
+    )
+
+
+def grid_embedding(fn) -> bool:
+    """Exercise 2.3: `fn(h, w, d)` is the 2D sin-cos table (h*w, d) in raster order."""
+    from vitlib.positions import sincos_2d
+
+    def reference(h, w, dim):
+        return sincos_2d((h, w), dim)
+
+    cases = [(2, 3, 8), (14, 14, 64), (4, 7, 32)]
+    hint = "row r, column c is entry r*w + c; its first half is sincos_1d(h, d/2)[r], its second sincos_1d(w, d/2)[c]"
+    return check_function(
+        "Exercise 2.3, the 2D table from 1D ones", fn, reference, cases, hint=hint
+    )
+
+
+def position_parameters(fn) -> bool:
+    """Exercise 2.4: `fn(image_size, patch_size, dim)` counts a learned table's numbers (CLS included)."""
+    from vitlib.positions import learned_pos_embed
+
+    def reference(image_size, patch_size, dim):
+        return learned_pos_embed(1 + (image_size // patch_size) ** 2, dim).numel()
+
+    cases = [(224, 16, 768), (384, 16, 768), (224, 14, 1024), (28, 7, 64)]
+    hint = "one row of d numbers per token: the (image_size / patch_size)**2 patches and the CLS token"
+    return check_function(
+        "Exercise 2.4, parameters of a learned table", fn, reference, cases, hint=hint
+    )
+
+# %% ../notebooks/appendix_b_checks.ipynb #c017
+def attention_by_hand(fn) -> bool:
+    """Exercise 3.1: `fn(q, k, v)` computes softmax(q k^T / sqrt(d)) v over the last two axes."""
+    from vitlib.attention import attend
+
+    def reference(q, k, v):
+        return attend(q, k, v)[0]
+
+    g = torch.Generator().manual_seed(0)
+    cases = [
+        tuple(torch.randn(1, 5, 4, generator=g) for _ in range(3)),
+        tuple(torch.randn(2, 3, 7, 8, generator=g) for _ in range(3)),
+        tuple(3 * torch.randn(2, 6, 197, 64, generator=g) for _ in range(3)),
+    ]
+    hint = "scores = q @ k.transpose(-2, -1) / sqrt(d), with d = q.shape[-1]; softmax over the last axis; then @ v"
+    return check_function(
+        "Exercise 3.1, attention by hand", fn, reference, cases, atol=1e-4, hint=hint
+    )
+
+
+def split_heads(fn) -> bool:
+    """Exercise 3.2: `fn(x, heads)` turns (b, n, h*d) into (b, h, n, d)."""
+
+    def reference(x, heads):
+        return rearrange(x, "b n (h d) -> b h n d", h=heads)
+
+    g = torch.Generator().manual_seed(0)
+    cases = [
+        (torch.randn(1, 4, 6, generator=g), 2),
+        (torch.randn(2, 197, 768, generator=g), 12),
+        (torch.randn(3, 5, 12, generator=g), 3),
+    ]
+    hint = "reshape to (b, n, h, d), then swap the token and head axes"
+    return check_function(
+        "Exercise 3.2, split the heads", fn, reference, cases, hint=hint
+    )
+
+
+def head_weights(fn) -> bool:
+    """Exercise 3.3: `fn(qkv_weight, heads, i)` returns head i's (w_q, w_k, w_v), each (d/h, d),
+    from a fused qkv weight (3d, d) in timm's layout."""
+    title = "Exercise 3.3, one head's weights"
+    g = torch.Generator().manual_seed(0)
+    for dim, heads, i in [(8, 2, 1), (12, 3, 0), (768, 12, 5)]:
+        weight = torch.randn(3 * dim, dim, generator=g)
+        q, k, v = weight.chunk(3)  # Q rows, then K rows, then V rows
+        rows = slice(i * dim // heads, (i + 1) * dim // heads)  # head i inside each
+        expected = (q[rows], k[rows], v[rows])
+        got = call(fn, weight, heads, i)
+        if not (isinstance(got, (tuple, list)) and len(got) == 3):
+            return verdict(
+                f"{title} (dim {dim}, {heads} heads, head {i})",
+                False,
+                "a tuple (w_q, w_k, w_v)",
+                describe(got),
+            )
+        for name, a, b in zip("qkv", got, expected):
+            ok, expected_text, got_text = compare(a, b)
+            if not ok:
+                return verdict(
+                    f"{title} (dim {dim}, {heads} heads, head {i}), w_{name}",
+                    False,
+                    expected_text,
+                    got_text,
+                    "the rows are all of Q, then all of K, then all of V; head i owns rows "
+                    "i*d/h to (i+1)*d/h inside each third",
+                )
+    return verdict(f"{title} (3 cases)", True)
+
+
+def attention_parameters(fn) -> bool:
+    """Exercise 3.4: `fn(dim)` counts the parameters of multi-head attention with biases."""
+    from vitlib.attention import MultiHeadAttention
+
+    def reference(dim):
+        return sum(p.numel() for p in MultiHeadAttention(dim, heads=1).parameters())
+
+    cases = [(192,), (384,), (768,), (1024,)]
+    hint = "a Linear(d, 3d) for q, k, v and a Linear(d, d) for the output, each with a bias; the number of heads does not matter"
+    return check_function(
+        "Exercise 3.4, parameters of attention", fn, reference, cases, hint=hint
     )

@@ -1,0 +1,111 @@
+"""Chapter 3's timing on any machine: the four attention versions and timm's Attention.
+
+    python benchmarks/attention.py [--batch 32] [--tokens 197] [--rounds 15]
+
+Forward plus backward at ViT-S/16 (width 384, 6 heads) and ViT-B/16 (768, 12 heads) shapes, on
+the CPU and, where there is one, on a CUDA GPU with bf16 autocast. All versions share one set of
+weights. They are timed in turns (vitlib.utils.compare_times), so that a slow spell of the
+machine hits all of them alike. Prints the median time of each, its ratio to version 4 (SDPA)
+within the same rounds, the ratio vitlib / timm (goal: at most 1.05) and, on CUDA, peak memory.
+"""
+
+import argparse
+import contextlib
+
+import torch
+
+from vitlib.attention import (
+    MultiHeadAttention,
+    MultiHeadEinsum,
+    MultiHeadFused,
+    MultiHeadList,
+    copy_fused_weights,
+)
+from vitlib.utils import compare_times, hardware, pick
+
+SHAPES = {"ViT-S/16": (384, 6), "ViT-B/16": (768, 12)}
+BASELINE = "4: SDPA (vitlib)"
+
+
+def build(dim: int, heads: int, device: str) -> dict:
+    reference = MultiHeadAttention(dim, heads)
+    modules = {
+        "1: list of heads": MultiHeadList(dim, heads),
+        "2: einops + einsum": MultiHeadEinsum(dim, heads),
+        "3: fused qkv": MultiHeadFused(dim, heads),
+        BASELINE: reference,
+    }
+    try:
+        from timm.layers import Attention
+
+        modules["timm Attention"] = Attention(dim, heads, qkv_bias=True)
+    except ImportError:
+        print("timm is not installed (pip install timm): no timm row")
+    return {
+        name: copy_fused_weights(reference, m).to(device) for name, m in modules.items()
+    }
+
+
+def step_fn(module, x, device):
+    autocast = (
+        torch.autocast("cuda", dtype=torch.bfloat16)
+        if device == "cuda"
+        else contextlib.nullcontext()
+    )
+
+    def step():
+        module.zero_grad(set_to_none=True)
+        with autocast:
+            out = module(x)
+        out.float().sum().backward()
+
+    return step
+
+
+def peak_memory(step) -> float:
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    step()
+    torch.cuda.synchronize()
+    return torch.cuda.max_memory_allocated() / 2**20
+
+
+def run(device: str, batch: int, tokens: int, rounds: int):
+    print(f"\n{hardware(device)}{' (bf16 autocast)' if device == 'cuda' else ''}")
+    for shape, (dim, heads) in SHAPES.items():
+        modules = build(dim, heads, device)
+        x = torch.randn(batch, tokens, dim, device=device)
+        steps = {name: step_fn(m, x, device) for name, m in modules.items()}
+        results = compare_times(steps, baseline=BASELINE, rounds=rounds)
+        print(
+            f"{shape}: forward + backward, batch {batch} x {tokens} tokens x {dim}, "
+            f"{heads} heads, median of {pick(full=rounds, smoke=1)} rounds"
+        )
+        header = f"  {'version':<20} {'time':>10} {'vs SDPA':>8}"
+        print(header + ("  peak memory" if device == "cuda" else ""))
+        for name, (seconds, ratio) in results.items():
+            line = f"  {name:<20} {seconds * 1e3:7.2f} ms {ratio:7.2f}x"
+            if device == "cuda":
+                line += f"  {peak_memory(steps[name]):8.0f} MiB"
+            print(line)
+        if "timm Attention" in results:
+            ratio = 1 / results["timm Attention"][1]
+            verdict = "meets" if ratio <= 1.05 else "MISSES"
+            print(
+                f"  ratio vitlib / timm: {ratio:.3f} ({verdict} the goal of at most 1.05)"
+            )
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch", type=int, default=pick(full=32, smoke=2))
+    parser.add_argument("--tokens", type=int, default=pick(full=197, smoke=17))
+    parser.add_argument("--rounds", type=int, default=15)
+    args = parser.parse_args()
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    for device in devices:
+        run(device, args.batch, args.tokens, args.rounds)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""vitlib.attention: the four versions compute one function, they equal timm's Attention with the
+same weights, and the attention maps are proper."""
+
+import pytest
+import torch
+
+from vitlib.attention import (
+    AttentionHead,
+    MultiHeadAttention,
+    MultiHeadEinsum,
+    MultiHeadFused,
+    MultiHeadList,
+    attend,
+    copy_fused_weights,
+)
+
+VERSIONS = [MultiHeadList, MultiHeadEinsum, MultiHeadFused, MultiHeadAttention]
+SHAPES = [(2, 197, 384, 6), (3, 50, 768, 12), (1, 17, 64, 1), (2, 5, 48, 4)]
+
+
+@pytest.mark.parametrize("b, n, dim, heads", SHAPES)
+@pytest.mark.parametrize("qkv_bias", [True, False])
+def test_four_versions_agree_with_copied_weights(b, n, dim, heads, qkv_bias):
+    torch.manual_seed(0)
+    reference = MultiHeadAttention(dim, heads, qkv_bias=qkv_bias).eval()
+    x = torch.randn(b, n, dim)
+    with torch.no_grad():
+        expected = reference(x)
+        for version in VERSIONS:
+            module = copy_fused_weights(
+                reference, version(dim, heads, qkv_bias=qkv_bias)
+            ).eval()
+            torch.testing.assert_close(module(x), expected, atol=1e-5, rtol=0)
+
+
+def test_versions_differ_before_copying():
+    """The agreement above comes from the copy, not from equal initialisations."""
+    torch.manual_seed(0)
+    x = torch.randn(1, 9, 32)
+    a, b = MultiHeadAttention(32, 4).eval(), MultiHeadList(32, 4).eval()
+    with torch.no_grad():
+        assert (a(x) - b(x)).abs().max() > 1e-3
+
+
+def test_gradients_agree_too():
+    torch.manual_seed(0)
+    reference = MultiHeadAttention(64, 4)
+    other = copy_fused_weights(reference, MultiHeadEinsum(64, 4))
+    x = torch.randn(2, 10, 64, requires_grad=True)
+    (g1,) = torch.autograd.grad(reference(x).square().sum(), x)
+    (g2,) = torch.autograd.grad(other(x).square().sum(), x)
+    torch.testing.assert_close(g1, g2, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("b, n, dim, heads", SHAPES)
+def test_attention_maps_are_proper(b, n, dim, heads):
+    torch.manual_seed(0)
+    module = MultiHeadAttention(dim, heads).eval()
+    x = torch.randn(b, n, dim)
+    with torch.no_grad():
+        out, weights = module(x, return_attention=True)
+        torch.testing.assert_close(out, module(x), atol=1e-5, rtol=0)
+    assert weights.shape == (b, heads, n, n)
+    assert (weights >= 0).all()
+    torch.testing.assert_close(weights.sum(-1), torch.ones(b, heads, n))
+
+
+def test_attend_is_the_formula():
+    torch.manual_seed(0)
+    q, k, v = torch.randn(3, 7, 5), torch.randn(3, 7, 5), torch.randn(3, 7, 2)
+    out, weights = attend(q, k, v)
+    expected = torch.softmax(q @ k.transpose(1, 2) / 5**0.5, dim=-1)
+    torch.testing.assert_close(weights, expected)
+    torch.testing.assert_close(out, expected @ v)
+    torch.testing.assert_close(
+        out,
+        torch.nn.functional.scaled_dot_product_attention(q, k, v),
+        atol=1e-5,
+        rtol=0,
+    )
+
+
+def test_single_head_shapes():
+    head = AttentionHead(dim=32, head_dim=8)
+    out, weights = head(torch.randn(2, 11, 32), return_attention=True)
+    assert out.shape == (2, 11, 8) and weights.shape == (2, 11, 11)
+
+
+def test_dropout_is_off_in_eval_and_on_in_training():
+    torch.manual_seed(0)
+    module = MultiHeadAttention(32, 4, attn_drop=0.5, proj_drop=0.5)
+    x = torch.randn(2, 9, 32)
+    module.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(module(x), module(x))
+        module.train()
+        assert (module(x) - module(x)).abs().max() > 1e-3
+
+
+def test_bad_sizes_are_explained():
+    with pytest.raises(
+        ValueError, match=r"dim 100 cannot be split into 3 heads.*\[1, 2, 4, 5"
+    ):
+        MultiHeadAttention(100, 3)
+    with pytest.raises(
+        ValueError, match=r"expected tokens of shape \(batch, tokens, 64\)"
+    ):
+        MultiHeadAttention(64, 4)(torch.randn(2, 10, 32))
+
+
+timm_layers = pytest.importorskip("timm.layers")
+
+
+@pytest.mark.parametrize("dim, heads", [(384, 6), (192, 3), (96, 8)])
+def test_equal_to_timm_attention(dim, heads):
+    torch.manual_seed(0)
+    timm_attention = timm_layers.Attention(dim, heads, qkv_bias=True).eval()
+    ours = MultiHeadAttention(dim, heads).eval()
+    ours.load_state_dict(timm_attention.state_dict())  # same names, same layout
+    x = torch.randn(2, 197, dim)
+    with torch.no_grad():
+        torch.testing.assert_close(ours(x), timm_attention(x), atol=1e-5, rtol=0)
+        for version in VERSIONS[:3]:
+            module = copy_fused_weights(timm_attention, version(dim, heads)).eval()
+            torch.testing.assert_close(module(x), timm_attention(x), atol=1e-5, rtol=0)
