@@ -79,7 +79,7 @@ def run(device: str, batch: int, tokens: int, rounds: int):
         results = compare_times(steps, baseline=BASELINE, rounds=rounds)
         print(
             f"{shape}: forward + backward, batch {batch} x {tokens} tokens x {dim}, "
-            f"{heads} heads, median of {pick(full=rounds, smoke=1)} rounds"
+            f"{heads} heads, medians over the rounds"
         )
         header = f"  {'version':<20} {'time':>10} {'vs SDPA':>8}"
         print(header + ("  peak memory" if device == "cuda" else ""))

@@ -54,9 +54,7 @@ def show_attention(
     height, width = image.shape[-2:]
     h, w = height // patch_size, width // patch_size
     grid = weights.detach().float().reshape(1, 1, h, w)
-    grid = F.interpolate(grid / grid.max(), size=(height, width), mode="nearest")[
-        0
-    ]  # (1, H, W)
+    grid = F.interpolate(grid / grid.max(), size=(height, width))[0]  # (1, H, W)
     ax = ax if ax is not None else plt.gca()
     ax.imshow((image.cpu() * (0.15 + 0.85 * grid.cpu())).permute(1, 2, 0).clamp(0, 1))
     if query is not None:
@@ -155,9 +153,8 @@ class MultiHeadAttention(nn.Module):
         check_heads(dim, heads)
         self.dim, self.num_heads = dim, heads
         self.qkv = nn.Linear(dim, 3 * dim, bias=qkv_bias)
-        self.attn_drop = nn.Dropout(
-            attn_drop
-        )  # applied inside SDPA; hooks on it see nothing
+        # applied inside SDPA; hooks on it see nothing
+        self.attn_drop = nn.Dropout(attn_drop)
         self.proj = nn.Linear(dim, dim)
         self.proj_drop = nn.Dropout(proj_drop)
 

@@ -42,13 +42,10 @@ def sincos_1d(
     if dim % 2:
         raise ValueError(f"sincos_1d needs an even width, got dim={dim}")
     position = torch.arange(num_positions, dtype=torch.float32)[:, None]  # (n, 1)
-    frequency = temperature ** (
-        -torch.arange(0, dim, 2, dtype=torch.float32) / dim
-    )  # (d/2,)
+    frequency = temperature ** (-torch.arange(0, dim, 2) / dim)  # (d/2,)
     angle = position * frequency  # (n, d/2)
-    return torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(
-        1
-    )  # sin, cos, sin, cos, ...
+    # (n, d/2, 2) -> (n, d): sin, cos, sin, cos, ...
+    return torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(1)
 
 # %% ../notebooks/02_positions.ipynb #c026
 def sincos_2d(grid, dim: int, temperature: float = 10000.0) -> torch.Tensor:
@@ -91,9 +88,8 @@ def show_similarity_grid(table: torch.Tensor, grid, ax=None, title: str = ""):
     maps = F.pad(similarity_grid(table, grid), (0, 1, 0, 1), value=float("nan"))  # gaps
     mosaic = rearrange(maps, "r c i j -> (r i) (c j)")
     ax = ax if ax is not None else plt.gca()
-    image = ax.imshow(
-        mosaic, cmap="viridis", interpolation="nearest"
-    )  # colours span min..max
+    # colours span min..max
+    image = ax.imshow(mosaic, cmap="viridis", interpolation="nearest")
     ax.set_title(title)
     ax.set_xticks([])
     ax.set_yticks([])
@@ -126,9 +122,8 @@ def resample_pos_embed(
             f"but old_grid {old_h}x{old_w} needs {old_h * old_w}"
         )
     prefix, grid = pos_embed[:, :num_prefix_tokens], pos_embed[:, num_prefix_tokens:]
-    grid = rearrange(
-        grid, "1 (h w) d -> 1 d h w", h=old_h, w=old_w
-    )  # an image with d channels
+    # an image with d channels
+    grid = rearrange(grid, "1 (h w) d -> 1 d h w", h=old_h, w=old_w)
     grid = F.interpolate(
         grid.float(),
         size=(new_h, new_w),

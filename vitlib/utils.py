@@ -53,16 +53,22 @@ def _sync():
         torch.cuda.synchronize()
 
 
-def measure(fn, min_time: float = 1.0) -> float:
-    """Median seconds per call of `fn()` over blocks of calls lasting about `min_time` in total."""
-    min_time = pick(full=min_time, smoke=0.05)
-    fn()  # warm-up: first calls allocate memory and pick kernels
+def _time_once(fn) -> float:
+    """Seconds for one call of `fn()`, after a warm-up call (first calls allocate memory and
+    pick kernels)."""
+    fn()
     _sync()
     start = time.perf_counter()
     fn()
     _sync()
-    once = time.perf_counter() - start
-    per_block = max(1, int(min_time / 10 / max(once, 1e-9)))  # about ten blocks
+    return max(time.perf_counter() - start, 1e-9)
+
+
+def measure(fn, min_time: float = 1.0) -> float:
+    """Median seconds per call of `fn()` over blocks of calls lasting about `min_time` in total."""
+    min_time = pick(full=min_time, smoke=0.05)
+    once = _time_once(fn)
+    per_block = max(1, int(min_time / 10 / once))  # about ten blocks
     times, deadline = [], time.perf_counter() + min_time
     while time.perf_counter() < deadline or len(times) < 3:
         start = time.perf_counter()
@@ -81,20 +87,12 @@ def compare_times(
     `baseline` within a round)}."""
     rounds = pick(full=rounds, smoke=1)
     block_time = pick(full=block_time, smoke=0.01)
-    sizes = {}
-    for name, fn in fns.items():  # warm up, and size each block
-        fn()
-        _sync()
-        start = time.perf_counter()
-        fn()
-        _sync()
-        sizes[name] = max(1, int(block_time / max(time.perf_counter() - start, 1e-9)))
+    sizes = {name: max(1, int(block_time / _time_once(fn))) for name, fn in fns.items()}
     names = list(fns)
     samples = {name: [] for name in names}
     for r in range(rounds):
-        for name in (
-            names[r % len(names) :] + names[: r % len(names)]
-        ):  # a rotating order
+        turn = r % len(names)  # each round starts with another version
+        for name in names[turn:] + names[:turn]:
             start = time.perf_counter()
             for _ in range(sizes[name]):
                 fns[name]()
