@@ -28,10 +28,9 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
 	touch $@
 
-# --- notebooks -> vitlib/*.py (nbdev's nb_export; vitlib/__init__.py is written by hand) ---
+# --- notebooks -> vitlib/*.py (nbdev's nb_export, via scripts/export.py; vitlib/__init__.py is written by hand) ---
 export: $(STAMP)
-	$(BIN)/python -c "import glob; from nbdev.export import nb_export; \
-	[nb_export(nb, lib_path='vitlib') for nb in sorted(glob.glob('notebooks/*.ipynb'))]"
+	$(BIN)/python scripts/export.py vitlib
 
 # --- Fashion-MNIST from Debian's package (apt-get install dataset-fashion-mnist), gunzipped ---
 data: $(DATA)/FashionMNIST/raw/train-images-idx3-ubyte
@@ -42,7 +41,7 @@ $(DATA)/FashionMNIST/raw/train-images-idx3-ubyte:
 	for f in $(DEBIAN_FASHION)/*-ubyte.gz; do gunzip -c $$f > $(DATA)/FashionMNIST/raw/$$(basename $$f .gz); done
 
 # --- run notebooks top to bottom in a fresh kernel, full size, outputs and widget state stored ---
-execute: export
+execute: export data
 	env -u VITLIB_SMOKE -u VITLIB_STRICT_CHECKS $(BIN)/python scripts/execute.py $(NB)
 
 # --- the site's JavaScript, served by the site itself (no CDN): ipywidgets and MathJax, npm ci from the lock file ---
@@ -68,7 +67,7 @@ student: $(STAMP)
 	$(BIN)/python scripts/student_edition.py --out _build/student
 
 # --- every test; the browser test reads the site that `book` just built ---
-test: book
+test: book data
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)

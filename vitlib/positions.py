@@ -97,13 +97,18 @@ def show_similarity_grid(table: torch.Tensor, grid, ax=None, title: str = ""):
 
 # %% ../notebooks/02_positions.ipynb #c039
 def resample_pos_embed(
-    pos_embed: torch.Tensor, new_grid, num_prefix_tokens: int = 1, old_grid=None
+    pos_embed: torch.Tensor,
+    new_grid,
+    num_prefix_tokens: int = 1,
+    old_grid=None,
+    antialias: bool = True,
 ) -> torch.Tensor:
     """Resize a position table (1, prefix + h*w, d) to (1, prefix + h'*w', d) for a new grid.
 
     The first `num_prefix_tokens` rows (the CLS token) are kept as they are; the grid rows are
-    interpolated bicubically, with antialiasing as in timm. `new_grid` and `old_grid` are a
-    side or (h, w); `old_grid` defaults to a square.
+    interpolated bicubically, with antialiasing as in timm (`antialias=False` resamples as
+    Hugging Face's `interpolate_pos_encoding` does). `new_grid` and `old_grid` are a side or
+    (h, w); `old_grid` defaults to a square.
     """
     from vitlib.patches import pair
 
@@ -129,7 +134,7 @@ def resample_pos_embed(
         size=(new_h, new_w),
         mode="bicubic",
         align_corners=False,
-        antialias=True,
+        antialias=antialias,
     )
     grid = rearrange(grid, "1 d h w -> 1 (h w) d").to(pos_embed.dtype)
     return torch.cat([prefix, grid], dim=1)
