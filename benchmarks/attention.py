@@ -10,7 +10,6 @@ within the same rounds, the ratio vitlib / timm (goal: at most 1.05) and, on CUD
 """
 
 import argparse
-import contextlib
 
 import torch
 
@@ -21,7 +20,7 @@ from vitlib.attention import (
     MultiHeadList,
     copy_fused_weights,
 )
-from vitlib.utils import compare_times, hardware, pick
+from vitlib.utils import compare_times, hardware, pick, training_step
 
 SHAPES = {"ViT-S/16": (384, 6), "ViT-B/16": (768, 12)}
 BASELINE = "4: SDPA (vitlib)"
@@ -46,22 +45,6 @@ def build(dim: int, heads: int, device: str) -> dict:
     }
 
 
-def step_fn(module, x, device):
-    autocast = (
-        torch.autocast("cuda", dtype=torch.bfloat16)
-        if device == "cuda"
-        else contextlib.nullcontext()
-    )
-
-    def step():
-        module.zero_grad(set_to_none=True)
-        with autocast:
-            out = module(x)
-        out.float().sum().backward()
-
-    return step
-
-
 def peak_memory(step) -> float:
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
@@ -75,7 +58,7 @@ def run(device: str, batch: int, tokens: int, rounds: int):
     for shape, (dim, heads) in SHAPES.items():
         modules = build(dim, heads, device)
         x = torch.randn(batch, tokens, dim, device=device)
-        steps = {name: step_fn(m, x, device) for name, m in modules.items()}
+        steps = {name: training_step(m, x) for name, m in modules.items()}
         results = compare_times(steps, baseline=BASELINE, rounds=rounds)
         print(
             f"{shape}: forward + backward, batch {batch} x {tokens} tokens x {dim}, "
