@@ -112,17 +112,20 @@ def test_runtime_dependencies_are_the_five():
 
 
 def test_vitlib_imports_and_runs_without_jupyter():
-    # Block every Jupyter (and figure-only) package, then import all of vitlib and use it.
+    # Block every Jupyter, figure-only and reference package, then import all of vitlib and use it.
     script = """
 import sys
-BLOCKED = ("IPython", "ipykernel", "ipywidgets", "jupyter", "nbdev", "nbformat", "skimage", "pytest")
+BLOCKED = ("IPython", "ipykernel", "ipywidgets", "jupyter", "nbdev", "nbformat", "skimage", "pytest",
+           "timm", "transformers")
 class Block:
     def find_spec(self, name, path=None, target=None):
         if name.split(".")[0] in BLOCKED:
             raise ImportError(f"{name} is blocked: vitlib must not need it")
 sys.meta_path.insert(0, Block())
-import torch, vitlib, vitlib.patches, vitlib.checks, vitlib.utils
+import torch, vitlib, vitlib.patches, vitlib.checks, vitlib.utils, vitlib.pretrained
 print(vitlib.PatchEmbed(16, 3, 8)(torch.rand(1, 3, 32, 32)).shape)
+model = vitlib.vit_fashion()
+print(vitlib.from_timm(vitlib.to_timm_state_dict(model))(torch.rand(2, 1, 28, 28)).shape)
 """
     result = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT

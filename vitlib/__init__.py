@@ -6,22 +6,58 @@ edit the notebook, never the module.
 
 __version__ = "0.1.0"
 
-from . import attention, checks, patches, positions, utils
+from . import attention, block, checks, model, patches, positions, pretrained, utils
 from .attention import MultiHeadAttention
+from .block import DropPath, TransformerBlock, TransformerEncoder
+from .model import (
+    PRESETS,
+    ViT,
+    ViTConfig,
+    create_vit,
+    parameter_counts,
+    vit_base,
+    vit_cifar,
+    vit_fashion,
+    vit_large,
+    vit_small,
+    vit_tiny,
+)
 from .patches import LinearPatchEmbed, PatchEmbed, patchify, unpatchify
 from .positions import resample_pos_embed, sincos_2d
+from .pretrained import from_hf, from_timm, load_weights, to_timm_state_dict
 
 __all__ = [
     "attention",
+    "block",
     "checks",
+    "model",
     "patches",
     "positions",
+    "pretrained",
     "utils",
+    "DropPath",
     "LinearPatchEmbed",
     "MultiHeadAttention",
+    "PRESETS",
     "PatchEmbed",
+    "TransformerBlock",
+    "TransformerEncoder",
+    "ViT",
+    "ViTConfig",
+    "create_vit",
+    "from_hf",
+    "from_timm",
+    "load_weights",
+    "parameter_counts",
     "patchify",
     "resample_pos_embed",
     "sincos_2d",
+    "to_timm_state_dict",
     "unpatchify",
+    "vit_base",
+    "vit_cifar",
+    "vit_fashion",
+    "vit_large",
+    "vit_small",
+    "vit_tiny",
 ]

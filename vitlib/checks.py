@@ -4,7 +4,8 @@
 __all__ = ['TOKEN_COUNTS', 'CheckFailed', 'strict', 'describe', 'verdict', 'compare', 'call', 'check_function',
            'patchify_by_hand', 'token_counts', 'flatten_order', 'pad_to_multiple', 'sinusoidal', 'add_cls',
            'grid_embedding', 'position_parameters', 'attention_by_hand', 'split_heads', 'head_weights',
-           'attention_parameters']
+           'attention_parameters', 'gelu_tanh', 'layer_norm', 'drop_path', 'block_parameters', 'vit_parameters',
+           'mean_pool_head', 'fuse_qkv', 'small_config']
 
 # %% ../notebooks/appendix_b_checks.ipynb #c004
 import torch
@@ -364,4 +365,229 @@ def attention_parameters(fn) -> bool:
     hint = "a Linear(d, 3d) for q, k, v and a Linear(d, d) for the output, each with a bias; the number of heads does not matter"
     return check_function(
         "Exercise 3.4, parameters of attention", fn, reference, cases, hint=hint
+    )
+
+# %% ../notebooks/appendix_b_checks.ipynb #c019
+def gelu_tanh(fn) -> bool:
+    """Exercise 4.1: `fn(x)` is the tanh approximation of GELU."""
+    import torch.nn.functional as F
+
+    def reference(x):
+        return F.gelu(x, approximate="tanh")
+
+    g = torch.Generator().manual_seed(0)
+    cases = [(torch.linspace(-6, 6, 101),), (3 * torch.randn(4, 50, 16, generator=g),)]
+    hint = "0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))"
+    return check_function(
+        "Exercise 4.1, GELU with tanh", fn, reference, cases, atol=1e-5, hint=hint
+    )
+
+
+def layer_norm(fn) -> bool:
+    """Exercise 4.2: `fn(x, weight, bias, eps)` is LayerNorm over the last axis."""
+    import torch.nn.functional as F
+
+    def reference(x, weight, bias, eps):
+        return F.layer_norm(x, weight.shape, weight, bias, eps)
+
+    g = torch.Generator().manual_seed(0)
+    cases = []
+    for shape, eps, scale in [
+        ((2, 5, 8), 1e-6, 1.0),
+        ((3, 197, 64), 1e-5, 5.0),
+        ((4, 16), 1e-2, 0.1),
+    ]:
+        d = shape[-1]
+        cases.append(
+            (
+                scale * torch.randn(*shape, generator=g) + 3.0,
+                1 + 0.1 * torch.randn(d, generator=g),
+                0.1 * torch.randn(d, generator=g),
+                eps,
+            )
+        )
+    hint = "mean and variance over the last axis (keepdim=True), the biased variance (divide by d), eps inside the square root"
+    return check_function(
+        "Exercise 4.2, LayerNorm by hand", fn, reference, cases, atol=1e-4, hint=hint
+    )
+
+
+def drop_path(fn) -> bool:
+    """Exercise 4.3: `fn(x, p, training)` is stochastic depth: per sample, zero with probability
+    p, else x / (1 - p); the identity when not training."""
+    title = "Exercise 4.3, stochastic depth"
+    x = torch.randn(4000, 3, 5, generator=torch.Generator().manual_seed(0))
+    got = call(fn, x, 0.3, False)
+    if not (isinstance(got, torch.Tensor) and torch.equal(got, x)):
+        return verdict(
+            f"{title}, evaluation (training=False)",
+            False,
+            "x itself, unchanged",
+            describe(got),
+        )
+    torch.manual_seed(0)
+    got = call(fn, x, 0.3, True)
+    if not isinstance(got, torch.Tensor) or got.shape != x.shape:
+        return verdict(f"{title}, training", False, describe(x), describe(got))
+    # each sample is either all zeros or all x / (1 - p)
+    dropped = (got == 0).flatten(1).all(1)
+    kept = torch.isclose(got, x / 0.7, atol=1e-6).flatten(1).all(1)
+    if not bool((dropped | kept).all()):
+        return verdict(
+            f"{title}, training",
+            False,
+            "each sample all zeros or all x / (1 - p)",
+            "samples that are neither (is the mask drawn per sample, shape (b, 1, 1)?)",
+            "draw one number per sample (axis 0) and broadcast it; scale the kept samples by 1 / (1 - p)",
+        )
+    fraction = dropped.float().mean().item()
+    # 4000 samples: the dropped fraction is 0.3 +- 0.007 (one std); 0.05 is 7 std
+    if abs(fraction - 0.3) > 0.05:
+        return verdict(
+            f"{title}, training",
+            False,
+            "about 30% of the samples dropped with p = 0.3",
+            f"{fraction:.1%} dropped",
+            "drop a sample when its random number is below p",
+        )
+    return verdict(f"{title} (evaluation and training)", True)
+
+
+def block_parameters(fn) -> bool:
+    """Exercise 4.4: `fn(dim, mlp_dim)` counts the parameters of a TransformerBlock."""
+    from vitlib.block import TransformerBlock
+
+    def reference(dim, mlp_dim):
+        with torch.device("meta"):
+            block = TransformerBlock(dim, heads=1, mlp_dim=mlp_dim)
+        return sum(p.numel() for p in block.parameters())
+
+    cases = [(192, 768), (768, 3072), (64, 128), (384, 384)]
+    hint = "two LayerNorms (2d each), attention (4d^2 + 4d), the MLP (2 d m + m + d)"
+    return check_function(
+        "Exercise 4.4, parameters of a block", fn, reference, cases, hint=hint
+    )
+
+# %% ../notebooks/appendix_b_checks.ipynb #c021
+def vit_parameters(fn) -> bool:
+    """Exercise 5.1: `fn(img_size, patch_size, in_channels, num_classes, dim, depth, mlp_dim)`
+    counts a ViT's parameters (learned positions, qkv biases)."""
+    from vitlib.model import ViT, ViTConfig, parameter_counts
+
+    def reference(img_size, patch_size, in_channels, num_classes, dim, depth, mlp_dim):
+        with torch.device("meta"):
+            config = ViTConfig(
+                img_size, patch_size, in_channels, num_classes, dim, depth, 1, mlp_dim
+            )
+            return parameter_counts(ViT(config))["total"]
+
+    cases = [
+        (224, 16, 3, 10, 768, 12, 3072),
+        (224, 16, 3, 1000, 192, 12, 768),
+        (28, 7, 1, 10, 64, 4, 256),
+        (32, 4, 3, 100, 96, 3, 192),
+    ]
+    hint = "patch d*c*p*p + d; class token d; positions (1 + n) d; depth blocks; final norm 2d; head d*classes + classes"
+    return check_function(
+        "Exercise 5.1, parameters of a ViT", fn, reference, cases, hint=hint
+    )
+
+
+def mean_pool_head(fn) -> bool:
+    """Exercise 5.2: `fn(tokens, norm, head)` is head(norm(mean of the patch tokens))."""
+    from torch import nn
+
+    g = torch.Generator().manual_seed(0)
+    torch.manual_seed(0)
+    norm, head = nn.LayerNorm(16), nn.Linear(16, 5)
+    with torch.no_grad():
+        norm.weight.add_(torch.randn(16, generator=g))
+        norm.bias.add_(torch.randn(16, generator=g))
+
+    def reference(tokens, norm, head):
+        return head(norm(tokens[:, 1:].mean(dim=1)))
+
+    cases = [
+        (torch.randn(2, 5, 16, generator=g), norm, head),
+        (10 * torch.randn(3, 50, 16, generator=g) + 4, norm, head),
+    ]
+    hint = "tokens[:, 1:] leaves out the class token; mean over the token axis (1); then norm, then head"
+    with torch.no_grad():
+        return check_function(
+            "Exercise 5.2, mean pooling", fn, reference, cases, atol=1e-4, hint=hint
+        )
+
+
+def fuse_qkv(fn) -> bool:
+    """Exercise 5.3: `fn(q_weight, k_weight, v_weight)` stacks three (d, d) weights into (3d, d)."""
+    from torch import nn
+
+    from vitlib.attention import MultiHeadAttention
+
+    title = "Exercise 5.3, fuse q, k and v"
+    g = torch.Generator().manual_seed(0)
+    for dim, heads in [(8, 2), (48, 3)]:
+        q, k, v = (nn.Linear(dim, dim, bias=False) for _ in range(3))
+        x = torch.randn(2, 5, dim, generator=g)
+        fused = call(fn, q.weight.detach(), k.weight.detach(), v.weight.detach())
+        if not isinstance(fused, torch.Tensor) or fused.shape != (3 * dim, dim):
+            return verdict(
+                title, False, f"a tensor of shape {(3 * dim, dim)}", describe(fused)
+            )
+        attention = MultiHeadAttention(dim, heads, qkv_bias=False)
+        with torch.no_grad():
+            attention.qkv.weight.copy_(fused)
+            got = attention.qkv(x).chunk(3, dim=-1)
+            for name, part, layer in zip("qkv", got, (q, k, v)):
+                if not torch.allclose(part, layer(x), atol=1e-5):
+                    return verdict(
+                        f"{title} (dim {dim})",
+                        False,
+                        f"the {name} third of qkv(x) to equal {name}_proj(x)",
+                        "a different result",
+                        "stack the rows: Q first, then K, then V (torch.cat along dim 0)",
+                    )
+    return verdict(f"{title} (2 cases)", True)
+
+
+def small_config(fn) -> bool:
+    """Exercise 5.4: `fn()` returns a ViTConfig for 28x28 grey images, 10 classes, under
+    100,000 parameters and at least 16 patches."""
+    from vitlib.model import ViT, ViTConfig, parameter_counts
+
+    title = "Exercise 5.4, a small preset"
+    from dataclasses import asdict, is_dataclass
+
+    config = call(fn)
+    if not (is_dataclass(config) and type(config).__name__ == "ViTConfig"):
+        return verdict(title, False, "a ViTConfig", describe(config))
+    # the chapter's own class or vitlib's: rebuild it as vitlib's
+    config = ViTConfig(**asdict(config))
+    wanted = {"img_size": 28, "in_channels": 1, "num_classes": 10}
+    wrong = {
+        k: getattr(config, k) for k, v in wanted.items() if getattr(config, k) != v
+    }
+    if wrong:
+        return verdict(title, False, str(wanted), str(wrong))
+    try:
+        model = ViT(config)
+        model(torch.zeros(2, 1, 28, 28))
+    except Exception as error:
+        return verdict(
+            title,
+            False,
+            "a model that runs on (2, 1, 28, 28)",
+            f"{type(error).__name__}: {error}",
+        )
+    total = parameter_counts(model)["total"]
+    if total >= 100_000 or config.num_patches < 16:
+        return verdict(
+            title,
+            False,
+            "under 100,000 parameters and at least 16 patches",
+            f"{total:,} parameters and {config.num_patches} patches",
+            "patch 7 gives 16 patches; width 48 and 4 blocks stay well under the limit",
+        )
+    return verdict(
+        f"{title} ({total:,} parameters, {config.num_patches} patches)", True
     )

@@ -1,0 +1,208 @@
+"""vitlib.model: configuration checks, exact parameter counts, the forward pass, presets, init."""
+
+import pytest
+import timm
+import torch
+
+from vitlib.model import (
+    PRESETS,
+    ViT,
+    ViTConfig,
+    create_vit,
+    parameter_counts,
+    vit_base,
+    vit_large,
+    vit_small,
+    vit_tiny,
+)
+from vitlib.positions import resample_pos_embed, sincos_2d
+
+SMALL = dict(
+    img_size=32, patch_size=8, dim=32, depth=2, heads=2, mlp_dim=64, num_classes=5
+)
+
+
+def test_vit_b16_parameter_table_with_10_classes():
+    with torch.device("meta"):
+        counts = parameter_counts(vit_base(num_classes=10))
+    assert counts == {
+        "patch embedding": 590_592,
+        "class token": 768,
+        "positions": 151_296,
+        "12 blocks": 85_054_464,
+        "final norm and head": 9_226,
+        "total": 85_806_346,
+    }
+
+
+@pytest.mark.parametrize(
+    "preset, timm_name, total",
+    [
+        (vit_tiny, "vit_tiny_patch16_224", 5_717_416),
+        (vit_small, "vit_small_patch16_224", 22_050_664),
+        (vit_base, "vit_base_patch16_224", 86_567_656),
+        (vit_large, "vit_large_patch16_224", 304_326_632),
+    ],
+)
+def test_preset_totals_equal_the_paper_sizes_and_timm(preset, timm_name, total):
+    with torch.device("meta"):
+        ours = preset()
+        theirs = timm.create_model(timm_name)
+    assert parameter_counts(ours)["total"] == total
+    assert sum(p.numel() for p in ours.parameters()) == total
+    assert sum(p.numel() for p in theirs.parameters()) == total
+    # same names and shapes as timm: the state dicts line up key by key
+    assert {k: v.shape for k, v in ours.state_dict().items()} == {
+        k: v.shape for k, v in theirs.state_dict().items()
+    }
+
+
+def test_presets_take_changes_and_unknown_names_list_the_valid_ones():
+    with torch.device("meta"):
+        model = vit_small(num_classes=10, drop_path=0.1)
+    assert model.config.num_classes == 10 and model.head.out_features == 10
+    assert model.config.dim == 384
+    with pytest.raises(ValueError, match="choose one of.*'base'"):
+        create_vit("huge")
+    for name in PRESETS:
+        with torch.device("meta"):
+            assert create_vit(name).config == PRESETS[name]
+
+
+def test_small_presets_run_on_their_images():
+    torch.manual_seed(0)
+    for name, shape in [("fashion", (2, 1, 28, 28)), ("cifar", (2, 3, 32, 32))]:
+        assert create_vit(name).eval()(torch.randn(shape)).shape == (2, 10)
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (dict(dim=100, heads=3), "cannot be split into 3 heads"),
+        (dict(img_size=230), "230"),
+        (dict(pool="max"), "pool must be"),
+        (dict(pos="rope"), "pos must be"),
+        (dict(pos="sincos", dim=66, heads=1), "divisible by 4"),
+        (dict(dropout=1.0), "dropout must be"),
+    ],
+)
+def test_config_rejects_bad_values(bad, message):
+    with pytest.raises(ValueError, match=message):
+        ViTConfig(**bad)
+
+
+def test_config_grid_and_rectangular_images():
+    config = ViTConfig(img_size=(32, 48), patch_size=8, dim=32, heads=2)
+    assert config.grid == (4, 6) and config.num_patches == 24
+    model = ViT(config, depth=1, mlp_dim=64, num_classes=3).eval()
+    assert model(torch.randn(1, 3, 32, 48)).shape == (1, 3)
+
+
+def test_wrong_images_raise_clear_errors():
+    model = ViT(**SMALL)
+    with pytest.raises(ValueError, match="32"):
+        model(torch.randn(1, 3, 64, 64))
+    with pytest.raises(ValueError, match="channel"):
+        model(torch.randn(1, 1, 32, 32))
+    with pytest.raises(ValueError, match="unsqueeze"):
+        model(torch.randn(3, 32, 32))
+
+
+def test_forward_by_hand_and_attention_maps():
+    torch.manual_seed(0)
+    model = ViT(**SMALL).eval()
+    x = torch.randn(3, 3, 32, 32)
+    tokens = model.patch_embed(x)
+    tokens = torch.cat([model.cls_token.expand(3, -1, -1), tokens], 1) + model.pos_embed
+    for block in model.blocks:
+        tokens = block(tokens)
+    expected = model.head(model.norm(tokens)[:, 0])
+    logits, maps = model(x, return_attention=True)
+    torch.testing.assert_close(logits, expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(model(x), expected, atol=1e-5, rtol=1e-5)
+    assert len(maps) == 2 and all(m.shape == (3, 2, 17, 17) for m in maps)
+    torch.testing.assert_close(maps[1].sum(-1), torch.ones(3, 2, 17))
+
+
+def test_mean_pooling_normalises_the_average_of_the_patch_tokens():
+    torch.manual_seed(0)
+    model = ViT(**SMALL, pool="mean").eval()
+    with torch.no_grad():
+        model.norm.weight.normal_()
+    x = torch.randn(2, 3, 32, 32)
+    tokens = torch.cat([model.cls_token.expand(2, -1, -1), model.patch_embed(x)], 1)
+    tokens = model.blocks(tokens + model.pos_embed)
+    expected = model.head(model.norm(tokens[:, 1:].mean(1)))
+    torch.testing.assert_close(model(x), expected, atol=1e-5, rtol=1e-5)
+
+
+def test_sincos_positions_are_a_fixed_buffer():
+    model = ViT(**SMALL, pos="sincos")
+    assert "pos_embed" not in dict(model.named_parameters())
+    assert "pos_embed" in model.state_dict()
+    assert parameter_counts(model)["positions"] == 0
+    torch.testing.assert_close(model.pos_embed[0, 1:], sincos_2d((4, 4), 32))
+    assert torch.count_nonzero(model.pos_embed[0, 0]) == 0
+    learned = ViT(**SMALL)
+    assert (
+        parameter_counts(learned)["total"] - parameter_counts(model)["total"] == 17 * 32
+    )
+
+
+def test_init_follows_timm():
+    torch.manual_seed(0)
+    model = vit_small(num_classes=10)
+    assert model.cls_token.std().item() < 1e-5
+    for w in (model.blocks[3].attn.qkv.weight, model.head.weight, model.pos_embed):
+        # std 0.02, cut at 2 std: 0.88 of 0.02
+        assert abs(w.std().item() - 0.0176) < 0.001
+        assert w.abs().max().item() <= 0.04
+    assert torch.count_nonzero(model.blocks[0].mlp.fc1.bias) == 0
+    assert torch.equal(model.norm.weight, torch.ones(384))
+
+
+def test_dropout_and_drop_path_reach_the_blocks():
+    model = ViT(**SMALL, dropout=0.1, attn_dropout=0.2, drop_path=0.3)
+    assert model.pos_drop.p == 0.1
+    assert (
+        model.blocks[0].attn.attn_drop.p == 0.2 and model.blocks[0].mlp.drop1.p == 0.1
+    )
+    assert [b.drop_path.p for b in model.blocks] == [0.0, 0.3]
+    torch.manual_seed(0)
+    x = torch.randn(4, 3, 32, 32)
+    assert not torch.equal(model.train()(x), model(x))
+    model.eval()
+    assert torch.equal(model(x), model(x))
+
+
+def test_num_classes_zero_gives_features():
+    model = ViT(**{**SMALL, "num_classes": 0}).eval()
+    assert model(torch.randn(2, 3, 32, 32)).shape == (2, 32)
+
+
+def test_resize_resamples_learned_positions_and_recomputes_sincos():
+    torch.manual_seed(0)
+    model = ViT(**SMALL)
+    table = model.pos_embed.detach().clone()
+    model.resize(48)
+    assert model.config.img_size == 48 and model.pos_embed.shape == (1, 37, 32)
+    torch.testing.assert_close(model.pos_embed.detach(), resample_pos_embed(table, 6))
+    assert isinstance(model.pos_embed, torch.nn.Parameter)
+    assert model.eval()(torch.randn(1, 3, 48, 48)).shape == (1, 5)
+    with pytest.raises(ValueError):
+        model(torch.randn(1, 3, 32, 32))
+    fixed = ViT(**SMALL, pos="sincos").resize(64)
+    torch.testing.assert_close(fixed.pos_embed[0, 1:], sincos_2d((8, 8), 32))
+    assert "pos_embed" not in dict(fixed.named_parameters())
+
+
+def test_gradients_reach_every_parameter():
+    torch.manual_seed(0)
+    model = ViT(**SMALL)
+    model(torch.randn(2, 3, 32, 32)).sum().backward()
+    missing = [
+        n
+        for n, p in model.named_parameters()
+        if p.grad is None or not p.grad.abs().sum()
+    ]
+    assert not missing
