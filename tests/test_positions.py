@@ -128,6 +128,9 @@ timm_layers = pytest.importorskip("timm.layers")
         (7, 10, 0),
         ((14, 20), (24, 30), 1),
         ((6, 4), (9, 13), 2),
+        ((3, 1), (6, 1), 1),
+        ((4, 1), (2, 1), 1),
+        ((1, 4), (1, 7), 1),
     ],
 )
 def test_resample_matches_timm(old, new, prefix):
@@ -147,6 +150,22 @@ def test_resample_matches_timm(old, new, prefix):
     assert got.shape == (1, prefix + nh * nw, 48)
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)
     torch.testing.assert_close(got[:, :prefix], table[:, :prefix], atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("antialias", [True, False])
+@pytest.mark.parametrize("old, new", [(3, 6), (2, 3), (4, 2)])
+def test_resample_a_one_wide_grid_like_its_repeated_columns(old, new, antialias):
+    # A grid one column wide, resized in height, must give what the same column repeated three
+    # times gives. (PyTorch's antialiased bicubic fails this on a plain NCHW layout.)
+    torch.manual_seed(0)
+    column = torch.randn(1, old, 1, 8)
+    got = resample_pos_embed(
+        column.reshape(1, old, 8), (new, 1), 0, (old, 1), antialias
+    )
+    wide = column.expand(1, old, 3, 8).reshape(1, old * 3, 8)
+    expected = resample_pos_embed(wide, (new, 3), 0, (old, 3), antialias)
+    expected = expected.reshape(1, new, 3, 8)[:, :, 0]
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)
 
 
 def test_resample_to_the_same_grid_changes_nothing():

@@ -244,6 +244,58 @@ def test_hf_to_timm_through_vitlib():
     close(timm_model(x), hf_logits(theirs, x))
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_random_configurations_match_timm_and_hf(seed):
+    """Configurations drawn at random: widths, heads, patches, grids (rectangular, sides of 1),
+    channels, classes, pooling, biases, eps, and a second image size."""
+    import random
+
+    rng = random.Random(seed)
+    heads, patch = rng.choice([1, 2, 3, 4]), rng.choice([2, 4, 7, 8])
+    dim, ratio = heads * rng.choice([8, 16]), rng.choice([1.0, 2.0, 4.0])
+    gh, gw = rng.randint(1, 4), rng.randint(1, 4)
+    channels, classes = rng.choice([1, 3, 4]), rng.choice([0, 1, 10])
+    depth, bias = rng.randint(1, 3), rng.random() < 0.7
+    theirs = timm_vit(
+        img_size=(patch * gh, patch * gw),
+        patch_size=patch,
+        embed_dim=dim,
+        depth=depth,
+        num_heads=heads,
+        mlp_ratio=ratio,
+        num_classes=classes,
+        in_chans=channels,
+        qkv_bias=bias,
+        global_pool=rng.choice(["token", "avg"]),
+        dynamic_img_size=True,
+    )
+    x = torch.randn(2, channels, patch * gh, patch * gw)
+    close(from_timm(theirs).eval()(x), theirs(x))
+    new = (patch * (gh + rng.randint(0, 2)), patch * (gw + rng.randint(0, 2)))
+    x = torch.randn(2, channels, *new)
+    close(from_timm(theirs, img_size=new).eval()(x), theirs(x))
+    hf = hf_vit(
+        image_size=patch * gh,
+        patch_size=patch,
+        hidden_size=dim,
+        num_hidden_layers=depth,
+        num_attention_heads=heads,
+        intermediate_size=int(dim * ratio),
+        num_labels=max(classes, 1),
+        num_channels=channels,
+        qkv_bias=bias,
+        layer_norm_eps=rng.choice([1e-12, 1e-6]),
+    )
+    x = torch.randn(2, channels, patch * gh, patch * gh)
+    close(from_hf(hf).eval()(x), hf_logits(hf, x))
+    size = patch * (gh + rng.randint(1, 2))
+    x = torch.randn(2, channels, size, size)
+    close(
+        from_hf(hf, img_size=size).eval()(x),
+        hf_logits(hf, x, interpolate_pos_encoding=True),
+    )
+
+
 def test_weights_that_do_not_fit_raise_one_error_listing_everything():
     model = ViT(
         img_size=32, patch_size=8, dim=32, depth=2, heads=2, mlp_dim=64, num_classes=5

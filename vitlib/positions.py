@@ -127,10 +127,11 @@ def resample_pos_embed(
             f"but old_grid {old_h}x{old_w} needs {old_h * old_w}"
         )
     prefix, grid = pos_embed[:, :num_prefix_tokens], pos_embed[:, num_prefix_tokens:]
-    # an image with d channels
-    grid = rearrange(grid, "1 (h w) d -> 1 d h w", h=old_h, w=old_w)
+    # an image with d channels, (1, d, h, w), stored channels-last as in timm: on other layouts
+    # PyTorch's antialiased bicubic gives wrong values for a grid with a side of 1 (torch 2.15)
+    grid = grid.reshape(1, old_h, old_w, -1).permute(0, 3, 1, 2).float()
     grid = F.interpolate(
-        grid.float(),
+        grid,
         size=(new_h, new_w),
         mode="bicubic",
         align_corners=False,
