@@ -100,3 +100,13 @@ def test_checks_leave_the_students_random_state_alone():
         lambda w: w.permute(0, 2, 3, 1).flatten(1),
     )
     assert torch.equal(torch.random.get_rng_state(), before)
+
+
+def test_compare_takes_tuples_part_by_part():
+    a, b = torch.ones(2), torch.zeros(3)
+    assert checks.compare((a, b), (a, b))[0]
+    assert checks.compare([a, b], (a, b))[0]
+    ok, expected, got = checks.compare((a, b + 1), (a, b))
+    assert not ok and expected.startswith("part 1:")
+    assert not checks.compare((a,), (a, b))[0]
+    assert not checks.compare(a, (a, b))[0]

@@ -119,38 +119,19 @@ class TransformerBlock(nn.Module):
 # %% ../notebooks/04_block.ipynb #c046
 class TransformerEncoder(nn.ModuleList):
     """`depth` TransformerBlocks in a row, (b, n, d) -> (b, n, d). Drop path rises linearly
-    from 0 (first block) to `drop_path` (last block).
+    from 0 (first block) to `drop_path` (last block); the other keywords (mlp_dim, dropout,
+    attn_dropout, qkv_bias, norm_eps, prenorm) go to every block.
 
     forward(x, return_attention=True) returns (x, [weights (b, heads, n, n) per block]).
     """
 
     def __init__(
-        self,
-        dim: int,
-        depth: int,
-        heads: int,
-        mlp_dim: int = None,
-        dropout: float = 0.0,
-        attn_dropout: float = 0.0,
-        drop_path: float = 0.0,
-        qkv_bias: bool = True,
-        norm_eps: float = 1e-6,
-        prenorm: bool = True,
+        self, dim: int, depth: int, heads: int, drop_path: float = 0.0, **block_options
     ):
         # 0, ..., drop_path in equal steps (plain Python: works on the meta device too)
         rates = [drop_path * i / max(depth - 1, 1) for i in range(depth)]
         super().__init__(
-            TransformerBlock(
-                dim,
-                heads,
-                mlp_dim,
-                dropout,
-                attn_dropout,
-                rate,
-                qkv_bias,
-                norm_eps,
-                prenorm,
-            )
+            TransformerBlock(dim, heads, drop_path=rate, **block_options)
             for rate in rates
         )
 

@@ -5,7 +5,7 @@ __all__ = ['TOKEN_COUNTS', 'CheckFailed', 'strict', 'describe', 'verdict', 'comp
            'patchify_by_hand', 'token_counts', 'flatten_order', 'pad_to_multiple', 'sinusoidal', 'add_cls',
            'grid_embedding', 'position_parameters', 'attention_by_hand', 'split_heads', 'head_weights',
            'attention_parameters', 'gelu_tanh', 'layer_norm', 'drop_path', 'block_parameters', 'vit_parameters',
-           'mean_pool_head', 'fuse_qkv', 'small_config']
+           'mean_pool_head', 'fuse_qkv', 'split_qkv', 'hub_key', 'small_config']
 
 # %% ../notebooks/appendix_b_checks.ipynb #c004
 import torch
@@ -68,7 +68,17 @@ def verdict(title: str, ok: bool, expected=None, got=None, hint: str = "") -> bo
 
 # %% ../notebooks/appendix_b_checks.ipynb #c006
 def compare(got, expected, atol: float = 1e-5):
-    """(ok, expected text, got text) for two answers: tensors to `atol`, anything else with ==."""
+    """(ok, expected text, got text) for two answers: tensors to `atol`, tuples part by part,
+    anything else with ==."""
+    if isinstance(expected, tuple):
+        # several answers at once, such as (q, k, v): each part in turn
+        if not (isinstance(got, (tuple, list)) and len(got) == len(expected)):
+            return False, f"a tuple of {len(expected)}", describe(got)
+        for i, (part, wanted) in enumerate(zip(got, expected)):
+            ok, expected_text, got_text = compare(part, wanted, atol)
+            if not ok:
+                return False, f"part {i}: {expected_text}", f"part {i}: {got_text}"
+        return True, f"a tuple of {len(expected)}", describe(got)
     if isinstance(expected, torch.Tensor):
         if not isinstance(got, torch.Tensor):
             return False, describe(expected), describe(got)
@@ -325,33 +335,25 @@ def split_heads(fn) -> bool:
 def head_weights(fn) -> bool:
     """Exercise 3.3: `fn(qkv_weight, heads, i)` returns head i's (w_q, w_k, w_v), each (d/h, d),
     from a fused qkv weight (3d, d) in timm's layout."""
-    title = "Exercise 3.3, one head's weights"
+
+    def reference(qkv_weight, heads, i):
+        dim = qkv_weight.shape[1]
+        # head i inside each third: Q rows, then K rows, then V rows
+        rows = slice(i * dim // heads, (i + 1) * dim // heads)
+        return tuple(third[rows] for third in qkv_weight.chunk(3))
+
     g = torch.Generator().manual_seed(0)
-    for dim, heads, i in [(8, 2, 1), (12, 3, 0), (768, 12, 5)]:
-        weight = torch.randn(3 * dim, dim, generator=g)
-        q, k, v = weight.chunk(3)  # Q rows, then K rows, then V rows
-        rows = slice(i * dim // heads, (i + 1) * dim // heads)  # head i inside each
-        expected = (q[rows], k[rows], v[rows])
-        got = call(fn, weight, heads, i)
-        if not (isinstance(got, (tuple, list)) and len(got) == 3):
-            return verdict(
-                f"{title} (dim {dim}, {heads} heads, head {i})",
-                False,
-                "a tuple (w_q, w_k, w_v)",
-                describe(got),
-            )
-        for name, a, b in zip("qkv", got, expected):
-            ok, expected_text, got_text = compare(a, b)
-            if not ok:
-                return verdict(
-                    f"{title} (dim {dim}, {heads} heads, head {i}), w_{name}",
-                    False,
-                    expected_text,
-                    got_text,
-                    "the rows are all of Q, then all of K, then all of V; head i owns rows "
-                    "i*d/h to (i+1)*d/h inside each third",
-                )
-    return verdict(f"{title} (3 cases)", True)
+    cases = [
+        (torch.randn(3 * dim, dim, generator=g), heads, i)
+        for dim, heads, i in [(8, 2, 1), (12, 3, 0), (768, 12, 5)]
+    ]
+    hint = (
+        "the rows are all of Q, then all of K, then all of V; head i owns rows "
+        "i*d/h to (i+1)*d/h inside each third"
+    )
+    return check_function(
+        "Exercise 3.3, one head's weights", fn, reference, cases, hint=hint
+    )
 
 
 def attention_parameters(fn) -> bool:
@@ -519,12 +521,12 @@ def mean_pool_head(fn) -> bool:
 
 
 def fuse_qkv(fn) -> bool:
-    """Exercise 5.3: `fn(q_weight, k_weight, v_weight)` stacks three (d, d) weights into (3d, d)."""
+    """Exercise 5.4: `fn(q_weight, k_weight, v_weight)` stacks three (d, d) weights into (3d, d)."""
     from torch import nn
 
     from vitlib.attention import MultiHeadAttention
 
-    title = "Exercise 5.3, fuse q, k and v"
+    title = "Exercise 5.4, fuse q, k and v"
     g = torch.Generator().manual_seed(0)
     for dim, heads in [(8, 2), (48, 3)]:
         q, k, v = (nn.Linear(dim, dim, bias=False) for _ in range(3))
@@ -550,12 +552,50 @@ def fuse_qkv(fn) -> bool:
     return verdict(f"{title} (2 cases)", True)
 
 
+def split_qkv(fn) -> bool:
+    """Exercise 5.5: `fn(qkv_weight)` splits a fused (3d, d) weight into (q, k, v), each (d, d)."""
+
+    def reference(qkv_weight):
+        return qkv_weight.chunk(3)
+
+    g = torch.Generator().manual_seed(0)
+    cases = [(torch.randn(3 * dim, dim, generator=g),) for dim in (4, 48)]
+    hint = "the rows are Q, then K, then V: d rows each"
+    return check_function("Exercise 5.5, split qkv", fn, reference, cases, hint=hint)
+
+
+def hub_key(fn) -> bool:
+    """Exercise 5.6: `fn(key)` renames a Hugging Face hub-file key to vitlib's."""
+    from vitlib.pretrained import hf_to_vitlib_state_dict
+
+    keys = [
+        "vit.embeddings.cls_token",
+        "vit.embeddings.position_embeddings",
+        "vit.embeddings.patch_embeddings.projection.weight",
+        "vit.encoder.layer.0.layernorm_before.weight",
+        "vit.encoder.layer.11.attention.output.dense.bias",
+        "vit.encoder.layer.3.intermediate.dense.weight",
+        "vit.encoder.layer.3.output.dense.bias",
+        "vit.encoder.layer.7.layernorm_after.bias",
+        "vit.layernorm.weight",
+        "classifier.bias",
+    ]
+
+    def reference(key):
+        return next(iter(hf_to_vitlib_state_dict({key: torch.zeros(1)})))
+
+    hint = "see the table at the top of the page; attention.output.dense must become attn.proj before output.dense becomes mlp.fc2"
+    return check_function(
+        "Exercise 5.6, rename a hub key", fn, reference, [(k,) for k in keys], hint=hint
+    )
+
+
 def small_config(fn) -> bool:
-    """Exercise 5.4: `fn()` returns a ViTConfig for 28x28 grey images, 10 classes, under
+    """Exercise 5.3: `fn()` returns a ViTConfig for 28x28 grey images, 10 classes, under
     100,000 parameters and at least 16 patches."""
     from vitlib.model import ViT, ViTConfig, parameter_counts
 
-    title = "Exercise 5.4, a small preset"
+    title = "Exercise 5.3, a small preset"
     from dataclasses import asdict, is_dataclass
 
     config = call(fn)

@@ -2,7 +2,7 @@
 
 # %% auto #0
 __all__ = ['PRESETS', 'ViTConfig', 'ViT', 'create_vit', 'vit_tiny', 'vit_small', 'vit_base', 'vit_large', 'vit_fashion',
-           'vit_cifar', 'parameter_counts', 'resize_vit']
+           'vit_cifar', 'parameter_counts']
 
 # %% ../notebooks/05_vit.ipynb #c003
 from dataclasses import dataclass, replace
@@ -88,12 +88,12 @@ class ViT(nn.Module):
             config.dim,
             config.depth,
             config.heads,
-            config.mlp_dim,
-            config.dropout,
-            config.attn_dropout,
-            config.drop_path,
-            config.qkv_bias,
-            config.norm_eps,
+            drop_path=config.drop_path,
+            mlp_dim=config.mlp_dim,
+            dropout=config.dropout,
+            attn_dropout=config.attn_dropout,
+            qkv_bias=config.qkv_bias,
+            norm_eps=config.norm_eps,
         )
         self.norm = nn.LayerNorm(config.dim, eps=config.norm_eps)
         self.head = (
@@ -126,6 +126,24 @@ class ViT(nn.Module):
         if isinstance(self.pos_embed, nn.Parameter):
             nn.init.trunc_normal_(self.pos_embed, std=0.02, a=-0.04, b=0.04)
         nn.init.normal_(self.cls_token, std=1e-6)
+
+    def resize(self, img_size, antialias: bool = True) -> "ViT":
+        """Accept images of `img_size` from now on, in place: learned positions are resampled
+        bicubically (antialiased as in timm; antialias=False as Hugging Face), sin-cos ones
+        recomputed. Returns the model."""
+        from vitlib.positions import resample_pos_embed
+
+        old, self.config = self.config, replace(self.config, img_size=img_size)
+        self.patch_embed.img_size = img_size
+        if old.pos == "learned":
+            table = self.pos_embed.detach()
+            table = resample_pos_embed(table, self.config.grid, 1, old.grid, antialias)
+            self.pos_embed = nn.Parameter(table)
+        else:
+            device = self.pos_embed.device
+            self._make_positions()
+            self.pos_embed = self.pos_embed.to(device)
+        return self
 
     def forward(self, images: torch.Tensor, return_attention: bool = False):
         from vitlib.positions import pool, prepend_cls
@@ -228,28 +246,3 @@ def parameter_counts(model: ViT) -> dict:
     }
     counts["total"] = sum(counts.values())
     return counts
-
-# %% ../notebooks/05_vit.ipynb #c031
-def resize_vit(model: ViT, img_size, antialias: bool = True) -> ViT:
-    """Make a ViT accept images of `img_size`, in place: learned positions are resampled
-    bicubically (with antialiasing as timm; antialias=False as Hugging Face), sin-cos ones
-    recomputed. Returns the model."""
-    from vitlib.positions import resample_pos_embed
-
-    old = model.config
-    new = replace(old, img_size=img_size)
-    model.config = new
-    model.patch_embed.img_size = img_size
-    if old.pos == "learned":
-        table = resample_pos_embed(
-            model.pos_embed.detach(), new.grid, 1, old.grid, antialias
-        )
-        model.pos_embed = nn.Parameter(table)
-    else:
-        device = model.pos_embed.device
-        model._make_positions()
-        model.pos_embed = model.pos_embed.to(device)
-    return model
-
-
-ViT.resize = resize_vit
