@@ -37,8 +37,10 @@ class ViTConfig:
 
         if self.pool not in ("cls", "mean"):
             raise ValueError(f"pool must be 'cls' or 'mean', got {self.pool!r}")
-        if self.pos not in ("learned", "sincos"):
-            raise ValueError(f"pos must be 'learned' or 'sincos', got {self.pos!r}")
+        if self.pos not in ("learned", "sincos", "none"):
+            raise ValueError(
+                f"pos must be 'learned', 'sincos' or 'none', got {self.pos!r}"
+            )
         if self.pos == "sincos" and self.dim % 4:
             raise ValueError(
                 f"2D sin-cos positions need dim divisible by 4, got {self.dim}"
@@ -109,6 +111,9 @@ class ViT(nn.Module):
         num_tokens, dim = 1 + self.config.num_patches, self.config.dim
         if self.config.pos == "learned":
             self.pos_embed = learned_pos_embed(num_tokens, dim)
+        elif self.config.pos == "none":
+            # no positions (chapter 7 measures what they are worth): a zero table
+            self.register_buffer("pos_embed", torch.zeros(1, num_tokens, dim))
         else:
             # fixed: a buffer, not a parameter; the class token's row is zero
             table = torch.cat([torch.zeros(1, dim), sincos_2d(self.config.grid, dim)])
