@@ -1,0 +1,240 @@
+"""vitlib.data: the loaders (Fashion-MNIST from disk or Debian, CIFAR-10 from files this test
+writes), the batch augmentations and the device loader."""
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from vitlib import data as vd
+from vitlib.data import (
+    CIFAR10_CLASSES,
+    FASHION_CLASSES,
+    DeviceLoader,
+    auto_augment,
+    channel_stats,
+    cifar10,
+    data_root,
+    fashion_mnist,
+    load_dataset,
+    mix_batch,
+    random_crop,
+    random_flip,
+)
+
+
+@pytest.fixture(scope="module")
+def fashion():
+    return fashion_mnist()
+
+
+def test_fashion_mnist_shapes_classes_and_statistics(fashion):
+    assert fashion.train_images.shape == (60000, 1, 28, 28)
+    assert fashion.test_images.shape == (10000, 1, 28, 28)
+    assert fashion.train_images.dtype == torch.uint8
+    assert fashion.train_labels.dtype == torch.int64
+    assert fashion.classes == FASHION_CLASSES and fashion.num_classes == 10
+    assert torch.bincount(fashion.train_labels).tolist() == [6000] * 10
+    # the published constants, computed here from the training split
+    assert fashion.mean[0] == pytest.approx(0.2860, abs=1e-4)
+    assert fashion.std[0] == pytest.approx(0.3530, abs=1e-4)
+
+
+def test_channel_stats_by_definition():
+    images = torch.randint(0, 256, (7, 3, 4, 5), dtype=torch.uint8)
+    mean, std = channel_stats(images)
+    x = images.double() / 255
+    for c in range(3):
+        assert mean[c] == pytest.approx(x[:, c].mean().item())
+        assert std[c] == pytest.approx(x[:, c].std().item())
+
+
+def test_data_root_argument_environment_default(monkeypatch, tmp_path):
+    monkeypatch.setenv("VITLIB_DATA", str(tmp_path / "env"))
+    assert data_root() == tmp_path / "env"
+    assert data_root(tmp_path / "arg") == tmp_path / "arg"
+    monkeypatch.delenv("VITLIB_DATA")
+    monkeypatch.chdir(tmp_path)
+    assert str(data_root()) == "data"
+
+
+@pytest.mark.skipif(
+    not vd.DEBIAN_FASHION.is_dir(), reason="Debian's Fashion-MNIST is not installed"
+)
+def test_fashion_mnist_from_debians_copy(tmp_path, fashion):
+    data = fashion_mnist(tmp_path, download=False)
+    assert (tmp_path / "FashionMNIST" / "raw" / "train-images-idx3-ubyte").is_file()
+    assert not list((tmp_path / "FashionMNIST" / "raw").glob("*.partial"))
+    assert torch.equal(data.train_images, fashion.train_images)
+
+
+def test_fashion_mnist_error_names_both_fixes(tmp_path, monkeypatch):
+    monkeypatch.setattr(vd, "DEBIAN_FASHION", tmp_path / "nowhere")
+    monkeypatch.setattr(
+        vd._copy_debian_fashion, "__defaults__", (tmp_path / "nowhere",)
+    )
+    with pytest.raises(RuntimeError) as error:
+        fashion_mnist(tmp_path / "empty", download=False)
+    text = str(error.value)
+    assert "apt-get install dataset-fashion-mnist" in text and "download" in text
+
+
+def test_unknown_dataset_lists_the_valid_ones():
+    with pytest.raises(ValueError, match="cifar10.*fashion-mnist"):
+        load_dataset("mnist")
+
+
+def _write_cifar(root, n=6):
+    """CIFAR-10's python format: pickled dicts, rows of 3072 bytes (1024 red, green, blue)."""
+    folder = root / "cifar-10-batches-py"
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    batches = {}
+    for b, name in enumerate([f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]):
+        images = rng.integers(0, 256, (n, 3, 32, 32), dtype=np.uint8)
+        images[0, 0], images[0, 1], images[0, 2] = 10 + b, 20, 30  # a known colour
+        labels = [(b + i) % 10 for i in range(n)]
+        batch = {
+            b"batch_label": name.encode(),
+            b"labels": labels,
+            b"data": images.reshape(n, -1),
+        }
+        (folder / name).write_bytes(pickle.dumps(batch))
+        batches[name] = (images, labels)
+    meta = {b"label_names": [c.encode() for c in CIFAR10_CLASSES]}
+    (folder / "batches.meta").write_bytes(pickle.dumps(meta))
+    return batches
+
+
+def test_cifar10_reads_the_python_format(tmp_path):
+    batches = _write_cifar(tmp_path)
+    data = cifar10(tmp_path, download=False)
+    assert data.train_images.shape == (30, 3, 32, 32) and data.test_images.shape == (
+        6,
+        3,
+        32,
+        32,
+    )
+    assert data.train_images.dtype == torch.uint8 and data.classes == CIFAR10_CLASSES
+    # batches in order, channels first: red, green, blue
+    assert data.train_images[6, :, 5, 5].tolist() == [11, 20, 30]
+    assert torch.equal(
+        data.train_images[:6], torch.from_numpy(batches["data_batch_1"][0])
+    )
+    assert data.train_labels[6:12].tolist() == batches["data_batch_2"][1]
+    assert data.test_labels.tolist() == batches["test_batch"][1]
+    expected = channel_stats(data.train_images)
+    assert data.mean == pytest.approx(expected[0]) and len(data.std) == 3
+
+
+def test_cifar10_refuses_pickles_that_are_not_arrays(tmp_path):
+    import datetime
+
+    _write_cifar(tmp_path)
+    bad = {b"labels": [0], b"data": datetime.date(2020, 1, 1)}
+    (tmp_path / "cifar-10-batches-py" / "test_batch").write_bytes(pickle.dumps(bad))
+    with pytest.raises(pickle.UnpicklingError, match="refusing datetime"):
+        cifar10(tmp_path, download=False)
+
+
+def test_cifar10_missing_says_it_needs_a_network(tmp_path):
+    with pytest.raises(RuntimeError, match="needs a network once"):
+        cifar10(tmp_path, download=False)
+
+
+def test_random_crop_is_a_window_of_the_padded_image():
+    images = torch.randint(1, 256, (200, 3, 6, 7), dtype=torch.uint8)
+    g = torch.Generator().manual_seed(0)
+    out = random_crop(images, 2, g)
+    assert out.shape == images.shape and out.dtype == torch.uint8
+    padded = F.pad(images, (2,) * 4)
+    offsets = torch.full((200,), -1)
+    for dy in range(5):
+        for dx in range(5):
+            match = (padded[:, :, dy : dy + 6, dx : dx + 7] == out).flatten(1).all(1)
+            offsets[match & (offsets < 0)] = dy * 5 + dx
+    assert bool((offsets >= 0).all())
+    assert len(offsets.unique()) == 25  # every offset occurs in 200 draws
+    assert torch.equal(random_crop(images, 0), images)
+
+
+def test_random_flip_mirrors_about_half():
+    images = torch.randint(0, 256, (2000, 1, 4, 5), dtype=torch.uint8)
+    out = random_flip(images, torch.Generator().manual_seed(0))
+    same = (out == images).flatten(1).all(1)
+    mirrored = (out == images.flip(-1)).flatten(1).all(1)
+    assert bool((same | mirrored).all())
+    assert abs(mirrored.float().mean().item() - 0.5) < 0.05
+
+
+@pytest.mark.parametrize("policy", ["trivial", "rand"])
+@pytest.mark.parametrize("channels", [1, 3])
+def test_auto_augment_keeps_shape_and_dtype(policy, channels):
+    torch.manual_seed(0)
+    images = torch.randint(0, 256, (64, channels, 28, 28), dtype=torch.uint8)
+    out = auto_augment(images, policy, groups=8)
+    assert out.shape == images.shape and out.dtype == torch.uint8
+    assert not torch.equal(out, images)
+    assert torch.equal(auto_augment(images, "none"), images)
+    with pytest.raises(ValueError, match="trivial"):
+        auto_augment(images, "autoaugment")
+
+
+def test_mix_batch_gives_soft_labels_that_sum_to_one():
+    torch.manual_seed(0)
+    images, labels = torch.rand(32, 1, 28, 28), torch.randint(0, 10, (32,))
+    mixed, soft = mix_batch(images, labels, 10, mixup=0.8, cutmix=1.0)
+    assert mixed.shape == images.shape and soft.shape == (32, 10)
+    assert torch.allclose(soft.sum(1), torch.ones(32))
+    assert mix_batch(images, labels, 10) == (images, labels)
+
+
+def _loader(images, labels, **options):
+    return DeviceLoader(images, labels, 8, (0.5,), (0.25,), **options)
+
+
+def test_loader_epochs_are_seeded_permutations():
+    images = torch.arange(100, dtype=torch.uint8).view(100, 1, 1, 1)
+    labels = torch.arange(100)
+
+    def epoch(loader, e):
+        loader.set_epoch(e)
+        return torch.cat([y for _, y in loader])
+
+    a, b = _loader(images, labels, train=True), _loader(images, labels, train=True)
+    first = epoch(a, 0)
+    assert len(a) == 12 and len(first) == 96 and len(first.unique()) == 96  # drop_last
+    assert torch.equal(first, epoch(b, 0))  # same seed and epoch: same order
+    assert not torch.equal(first, epoch(a, 1))  # another epoch: another order
+    # images follow their labels and are normalised with the given mean and std
+    x, y = next(iter(a))
+    assert torch.allclose(x.flatten(), (y.float() / 255 - 0.5) / 0.25)
+    # evaluation: everything, in order, the last batch short
+    test = _loader(images, labels)
+    assert len(test) == 13 and torch.equal(torch.cat([y for _, y in test]), labels)
+
+
+def test_loader_shards_do_not_overlap():
+    images = torch.zeros(100, 1, 2, 2, dtype=torch.uint8)
+    labels = torch.arange(100)
+    shards = [
+        torch.cat(
+            [y for _, y in _loader(images, labels, train=True, rank=r, world_size=2)]
+        )
+        for r in range(2)
+    ]
+    assert len(shards[0]) == len(shards[1]) == 48
+    assert not set(shards[0].tolist()) & set(shards[1].tolist())
+    full = torch.cat([y for _, y in _loader(images, labels, train=True)])
+    # the two ranks share out what one process would have seen, batch by batch
+    single = _loader(images, labels, train=True)
+    order = single._order()
+    assert set(shards[0].tolist()) == set(order[:96:2].tolist())
+    assert len(full) == 96
+    test = [
+        torch.cat([y for _, y in _loader(images, labels, rank=r, world_size=2)])
+        for r in range(2)
+    ]
+    assert sorted(torch.cat(test).tolist()) == list(range(100))
