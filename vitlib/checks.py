@@ -5,7 +5,8 @@ __all__ = ['TOKEN_COUNTS', 'CheckFailed', 'strict', 'describe', 'verdict', 'comp
            'patchify_by_hand', 'token_counts', 'flatten_order', 'pad_to_multiple', 'sinusoidal', 'add_cls',
            'grid_embedding', 'position_parameters', 'attention_by_hand', 'split_heads', 'head_weights',
            'attention_parameters', 'gelu_tanh', 'layer_norm', 'drop_path', 'block_parameters', 'vit_parameters',
-           'mean_pool_head', 'fuse_qkv', 'split_qkv', 'hub_key', 'small_config']
+           'mean_pool_head', 'fuse_qkv', 'split_qkv', 'hub_key', 'small_config', 'channel_stats', 'random_flip',
+           'random_crop', 'warmup_cosine', 'no_decay_names', 'confusion_matrix', 'mixup', 'smooth_labels', 'token_cost']
 
 # %% ../notebooks/appendix_b_checks.ipynb #c004
 import torch
@@ -630,4 +631,265 @@ def small_config(fn) -> bool:
         )
     return verdict(
         f"{title} ({total:,} parameters, {config.num_patches} patches)", True
+    )
+
+# %% ../notebooks/appendix_b_checks.ipynb #c025
+def channel_stats(fn) -> bool:
+    """Exercise 6a.1: `fn(images)` returns the per-channel (mean, std) of uint8 images
+    (n, c, h, w), in [0, 1] units, as two tuples."""
+    title = "Exercise 6a.1, channel statistics"
+    g = torch.Generator().manual_seed(0)
+    for shape in [(50, 1, 8, 8), (20, 3, 5, 7)]:
+        images = torch.randint(0, 256, shape, generator=g, dtype=torch.uint8)
+        x = images.transpose(0, 1).reshape(shape[1], -1).double() / 255
+        expected = torch.stack([x.mean(1), x.std(1)])
+        got = call(fn, images)
+        try:
+            got = torch.tensor([list(got[0]), list(got[1])], dtype=torch.float64)
+        except Exception:
+            return verdict(
+                title,
+                False,
+                "(mean tuple, std tuple), one number per channel",
+                describe(got),
+            )
+        ok, expected_text, got_text = compare(got, expected, 1e-4)
+        if not ok:
+            return verdict(
+                f"{title} (images {shape})",
+                False,
+                expected_text,
+                got_text,
+                "divide by 255 first; mean and std over every axis but the channel axis",
+            )
+    return verdict(f"{title} (grey and colour)", True)
+
+
+def random_flip(fn) -> bool:
+    """Exercise 6a.2: `fn(images)` mirrors each image of a batch left-right with
+    probability 1/2, all at once (no loop over images)."""
+    title = "Exercise 6a.2, random flip"
+    images = torch.randint(
+        0,
+        256,
+        (2000, 2, 3, 5),
+        dtype=torch.uint8,
+        generator=torch.Generator().manual_seed(0),
+    )
+    torch.manual_seed(0)
+    got = call(fn, images)
+    if (
+        not isinstance(got, torch.Tensor)
+        or got.shape != images.shape
+        or got.dtype != images.dtype
+    ):
+        return verdict(title, False, describe(images), describe(got))
+    same = (got == images).flatten(1).all(1)
+    mirrored = (got == images.flip(-1)).flatten(1).all(1)
+    if not bool((same | mirrored).all()):
+        return verdict(
+            title,
+            False,
+            "each image itself or its mirror image",
+            "images that are neither",
+            "flip the last axis (width): images.flip(-1)",
+        )
+    fraction = (mirrored & ~same).float().mean().item()
+    # 2000 images: 0.5 +- 0.011 (one std)
+    if abs(fraction - 0.5) > 0.06:
+        return verdict(
+            title,
+            False,
+            "about half of the images mirrored",
+            f"{fraction:.1%} mirrored",
+            "one coin per image: torch.rand(b) < 0.5",
+        )
+    return verdict(f"{title} ({fraction:.0%} mirrored)", True)
+
+
+def random_crop(fn) -> bool:
+    """Exercise 6a.3: `fn(images, padding)` pads a batch with zeros and cuts each image back
+    to its size at its own random offset."""
+    import torch.nn.functional as F
+
+    title = "Exercise 6a.3, random crop"
+    p = 2
+    images = torch.randint(
+        1,
+        256,
+        (300, 1, 6, 7),
+        dtype=torch.uint8,
+        generator=torch.Generator().manual_seed(0),
+    )
+    torch.manual_seed(0)
+    got = call(fn, images, p)
+    if (
+        not isinstance(got, torch.Tensor)
+        or got.shape != images.shape
+        or got.dtype != images.dtype
+    ):
+        return verdict(title, False, describe(images), describe(got))
+    padded = F.pad(images, (p,) * 4)
+    found = torch.full((len(images),), -1)
+    for dy in range(2 * p + 1):
+        for dx in range(2 * p + 1):
+            window = padded[:, :, dy : dy + 6, dx : dx + 7]
+            match = (window == got).flatten(1).all(1)
+            found[match & (found < 0)] = dy * (2 * p + 1) + dx
+    if bool((found < 0).any()):
+        return verdict(
+            title,
+            False,
+            "each image a window of the zero-padded image",
+            f"{int((found < 0).sum())} of 300 images that are not",
+            "pad with F.pad(images, (p, p, p, p)), then cut rows dy..dy+h and columns dx..dx+w",
+        )
+    if len(found.unique()) < 10:
+        return verdict(
+            title,
+            False,
+            "offsets that differ from image to image",
+            f"{len(found.unique())} different offsets in 300 images",
+            "draw dy and dx per image: torch.randint(0, 2 * p + 1, (b,))",
+        )
+    return verdict(f"{title} ({len(found.unique())} different offsets)", True)
+
+# %% ../notebooks/appendix_b_checks.ipynb #c026
+def warmup_cosine(fn) -> bool:
+    """Exercise 6.1: `fn(step, warmup, total, floor)` is the learning-rate factor: (step + 1)
+    / warmup during warm-up, then a cosine from 1 down to `floor` at step `total`."""
+    from vitlib.train import WarmupCosine
+
+    def reference(step, warmup, total, floor):
+        return torch.tensor(
+            WarmupCosine(warmup, total, floor)(step), dtype=torch.float64
+        )
+
+    def answer(step, warmup, total, floor):
+        return torch.tensor(float(fn(step, warmup, total, floor)), dtype=torch.float64)
+
+    cases = [(s, 10, 100, 0.0) for s in (0, 4, 9, 10, 30, 55, 99, 100)]
+    cases += [(s, 5, 50, 0.1) for s in (0, 5, 27, 50)]
+    hint = "after warm-up: t = (step - warmup) / (total - warmup); floor + (1 - floor) * (1 + cos(pi t)) / 2"
+    return check_function(
+        "Exercise 6.1, warm-up and cosine",
+        answer,
+        reference,
+        cases,
+        atol=1e-6,
+        hint=hint,
+    )
+
+
+def no_decay_names(fn) -> bool:
+    """Exercise 6.2: `fn(model)` returns the set of parameter names that get no weight
+    decay: biases, norm weights, the position table and the class token."""
+    from vitlib.model import create_vit
+    from vitlib.train import parameter_groups
+
+    title = "Exercise 6.2, no weight decay"
+    model = create_vit("fashion", depth=2)
+    ids = {id(p) for p in parameter_groups(model, 0.05)[1]["params"]}
+    expected = {name for name, p in model.named_parameters() if id(p) in ids}
+    got = call(fn, model)
+    if not isinstance(got, (set, list, tuple)):
+        return verdict(title, False, f"a set of {len(expected)} names", describe(got))
+    got = set(got)
+    if got != expected:
+        missing, extra = sorted(expected - got), sorted(got - expected)
+        return verdict(
+            title,
+            False,
+            f"{len(expected)} names",
+            f"{len(got)} names; missing {missing[:3]}, not wanted {extra[:3]}",
+            "p.ndim <= 1 catches biases and norm weights; pos_embed and cls_token by name",
+        )
+    return verdict(
+        f"{title} ({len(expected)} of {len(list(model.parameters()))} tensors)", True
+    )
+
+
+def confusion_matrix(fn) -> bool:
+    """Exercise 6.3: `fn(predictions, labels, num_classes)` counts (true label, prediction)
+    pairs into a (num_classes, num_classes) matrix: rows true, columns predicted."""
+
+    def reference(predictions, labels, k):
+        return torch.bincount(labels * k + predictions, minlength=k * k).view(k, k)
+
+    g = torch.Generator().manual_seed(0)
+    cases = [
+        (torch.tensor([0, 1, 1, 2]), torch.tensor([0, 1, 2, 2]), 3),
+        (
+            torch.randint(0, 10, (500,), generator=g),
+            torch.randint(0, 10, (500,), generator=g),
+            10,
+        ),
+        (torch.tensor([3]), torch.tensor([0]), 4),
+    ]
+    hint = "row = true label, column = prediction; bincount(labels * k + predictions, minlength=k * k)"
+    return check_function(
+        "Exercise 6.3, confusion matrix", fn, reference, cases, atol=0, hint=hint
+    )
+
+# %% ../notebooks/appendix_b_checks.ipynb #c027
+def mixup(fn) -> bool:
+    """Exercise 7.1: `fn(images, targets, lam, perm)` mixes each example with example
+    perm[i]: lam * x + (1 - lam) * x[perm], and the same for the one-hot targets."""
+
+    def reference(images, targets, lam, perm):
+        return (
+            lam * images + (1 - lam) * images[perm],
+            lam * targets + (1 - lam) * targets[perm],
+        )
+
+    g = torch.Generator().manual_seed(0)
+    cases = []
+    for b, lam in [(4, 0.7), (16, 0.35)]:
+        targets = torch.nn.functional.one_hot(
+            torch.randint(0, 10, (b,), generator=g), 10
+        ).float()
+        cases.append(
+            (
+                torch.randn(b, 1, 6, 6, generator=g),
+                targets,
+                lam,
+                torch.randperm(b, generator=g),
+            )
+        )
+    hint = "the same lam and the same partner for the image and its target"
+    return check_function(
+        "Exercise 7.1, MixUp by hand", fn, reference, cases, atol=1e-6, hint=hint
+    )
+
+
+def smooth_labels(fn) -> bool:
+    """Exercise 7.2: `fn(labels, num_classes, eps)` gives label smoothing's targets, as
+    PyTorch's cross_entropy(label_smoothing=eps) uses them: (1 - eps) one-hot + eps / k."""
+
+    def reference(labels, k, eps):
+        return (1 - eps) * torch.nn.functional.one_hot(labels, k).float() + eps / k
+
+    cases = [
+        (torch.tensor([0, 2, 1]), 3, 0.1),
+        (torch.arange(10), 10, 0.2),
+        (torch.tensor([4]), 5, 0.0),
+    ]
+    hint = "PyTorch spreads eps over all k classes, the true one included: eps / k each"
+    return check_function(
+        "Exercise 7.2, label smoothing", fn, reference, cases, atol=1e-6, hint=hint
+    )
+
+
+def token_cost(fn) -> bool:
+    """Exercise 7.3: `fn(img_size, patch_size)` returns (tokens with the class token,
+    attention scores per head and block) for square images."""
+
+    def reference(img_size, patch_size):
+        n = (img_size // patch_size) ** 2 + 1
+        return (n, n * n)
+
+    cases = [(28, 7), (28, 4), (28, 2), (32, 4), (224, 16)]
+    hint = "(img_size / patch_size) squared patches, plus one class token; every token scores every token"
+    return check_function(
+        "Exercise 7.3, tokens and attention cost", fn, reference, cases, hint=hint
     )
