@@ -102,13 +102,22 @@ def test_every_notebook_is_in_the_table_of_contents():
         assert f"notebooks/{notebook.stem}" in toc
 
 
-def test_runtime_dependencies_are_the_five():
+def test_runtime_dependencies_are_the_seven():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     names = sorted(
         d.split(">")[0].split("=")[0].split("<")[0].strip()
         for d in project["dependencies"]
     )
-    assert names == ["einops", "matplotlib", "numpy", "torch", "torchvision"]
+    # safetensors: chapter 6's checkpoints; tqdm: its progress bars
+    assert names == [
+        "einops",
+        "matplotlib",
+        "numpy",
+        "safetensors",
+        "torch",
+        "torchvision",
+        "tqdm",
+    ]
 
 
 def test_vitlib_imports_and_runs_without_jupyter():
@@ -126,9 +135,19 @@ import torch, vitlib, vitlib.patches, vitlib.checks, vitlib.utils, vitlib.pretra
 print(vitlib.PatchEmbed(16, 3, 8)(torch.rand(1, 3, 32, 32)).shape)
 model = vitlib.vit_fashion()
 print(vitlib.from_timm(vitlib.to_timm_state_dict(model))(torch.rand(2, 1, 28, 28)).shape)
+import tempfile
+from vitlib.data import ImageData
+from vitlib.train import TrainConfig, load_checkpoint, train
+images = torch.randint(0, 256, (64, 1, 28, 28), dtype=torch.uint8)
+labels = torch.arange(64) % 10
+data = ImageData("random", tuple("abcdefghij"), images, labels, images, labels, (0.5,), (0.25,))
+with tempfile.TemporaryDirectory() as out:
+    train(vitlib.vit_fashion(depth=1), data, TrainConfig(epochs=1, batch_size=32), out=out)
+    print("checkpoint epoch", load_checkpoint(out)[1]["epoch"])
 """
     result = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT
     )
     assert result.returncode == 0, result.stderr
     assert "torch.Size([1, 4, 8])" in result.stdout
+    assert "checkpoint epoch 1" in result.stdout

@@ -2,13 +2,17 @@
 
 Every module except this file is generated from the book's notebooks (`make export`);
 edit the notebook, never the module.
+
+`vitlib.train` (the training loop, checkpoints and the command line `python -m vitlib.train`)
+is imported on demand: `from vitlib.train import train`.
 """
 
 __version__ = "0.1.0"
 
-from . import attention, block, checks, model, patches, positions, pretrained, utils
+from . import attention, block, checks, data, model, patches, positions, pretrained, recipes, utils
 from .attention import MultiHeadAttention
 from .block import DropPath, TransformerBlock, TransformerEncoder
+from .data import DeviceLoader, ImageData, cifar10, fashion_mnist
 from .model import (
     PRESETS,
     ViT,
@@ -30,11 +34,17 @@ __all__ = [
     "attention",
     "block",
     "checks",
+    "data",
     "model",
     "patches",
     "positions",
     "pretrained",
+    "recipes",
     "utils",
+    "DeviceLoader",
+    "ImageData",
+    "cifar10",
+    "fashion_mnist",
     "DropPath",
     "LinearPatchEmbed",
     "MultiHeadAttention",
