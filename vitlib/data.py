@@ -376,12 +376,12 @@ class DeviceLoader:
         return order[: per_rank * self.world_size][self.rank :: self.world_size]
 
     def __len__(self) -> int:
-        n = (
-            len(self._order())
-            if not self.train
-            else len(self.images) // self.world_size
-        )
-        return n // self.batch_size if self.train else -(-n // self.batch_size)
+        if self.train:  # equal shards, full batches only
+            return len(self.images) // self.world_size // self.batch_size
+        n = len(
+            range(self.rank, len(self.images), self.world_size)
+        )  # this rank's share
+        return -(-n // self.batch_size)  # the last batch may be short
 
     def normalise(self, images: torch.Tensor) -> torch.Tensor:
         """uint8 (b, c, h, w) -> float32, standardised with the training split's statistics."""

@@ -356,13 +356,13 @@ def train(
         torch.manual_seed(config.seed * 1_000_003 + epoch * 64 + rank)
         loader.set_epoch(epoch)
         model.train()
-        sums = torch.zeros(3, dtype=torch.float64, device=device)
+        sums = torch.zeros(2, dtype=torch.float64, device=device)  # loss, correct
         bar = tqdm(
             total=steps_per_epoch,
             desc=f"epoch {epoch + 1}/{config.epochs}",
             disable=not progress or rank != 0,
         )
-        count = torch.tensor(0.0, dtype=torch.float64, device=device)
+        seen = 0  # examples this epoch, this rank
         begin = time.perf_counter()
         for step, (images, labels) in enumerate(loader):
             with _autocast(device):
@@ -376,31 +376,32 @@ def train(
                 nn.utils.clip_grad_norm_(model.parameters(), config.clip_grad)
             optimizer.step()
             scheduler.step()
+            # MixUp/CutMix give soft targets: their largest share counts as the label
             hard = labels.argmax(1) if labels.ndim == 2 else labels
-            batch = torch.stack(
+            # summed on the device: no waiting for the GPU at every step
+            sums += torch.stack(
                 [
                     loss.detach().double() * len(hard),
                     (logits.argmax(1) == hard).sum().double(),
-                    count.fill_(len(hard)),
                 ]
             )
-            sums += batch
+            seen += len(hard)
             bar.update(1)
             if (
                 progress
                 and rank == 0
                 and (step % 20 == 0 or step == steps_per_epoch - 1)
             ):
-                loss_sum, correct, n = sums.tolist()
+                loss_sum, correct = sums.tolist()
                 bar.set_postfix(
-                    loss=f"{loss_sum / n:.3f}",
-                    acc=f"{correct / n:.3f}",
-                    img_s=f"{n * world / (time.perf_counter() - begin):.0f}",
+                    loss=f"{loss_sum / seen:.3f}",
+                    acc=f"{correct / seen:.3f}",
+                    img_s=f"{seen * world / (time.perf_counter() - begin):.0f}",
                 )
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         seconds = time.perf_counter() - begin
-        loss_sum, correct, n = _all_sum(sums.tolist(), device)
+        loss_sum, correct, n = _all_sum([*sums.tolist(), seen], device)
         test = evaluate(model, data)
         row = dict(
             epoch=epoch + 1,
@@ -508,28 +509,19 @@ def _parser():
     p.add_argument("--train-subset", type=int, help="use the first N training images")
     p.add_argument("--test-subset", type=int, help="use the first N test images")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
-    for name, kind in [
-        ("patch_size", int),
-        ("dim", int),
-        ("depth", int),
-        ("heads", int),
-        ("mlp_dim", int),
-        ("pos", str),
-        ("pool", str),
-        ("dropout", float),
-        ("drop_path", float),
-    ]:
-        flag = "--" + name.replace("_", "-")
-        p.add_argument(flag, type=kind, dest="m_" + name, metavar=name.upper())
-    for f in fields(TrainConfig):
-        flag = "--" + f.name.replace("_", "-")
-        if f.type in (bool, "bool"):
-            p.add_argument(
-                flag, action=argparse.BooleanOptionalAction, dest="t_" + f.name
-            )
-        else:
-            kind = {"int": int, "float": float, "str": str}.get(f.type, f.type)
-            p.add_argument(flag, type=kind, dest="t_" + f.name, metavar=f.name.upper())
+    from vitlib.model import ViTConfig
+
+    # one flag per field: the model's (m_...) but those the data decides, then training's (t_...)
+    from_data = ("img_size", "in_channels", "num_classes")
+    model_fields = [f for f in fields(ViTConfig) if f.name not in from_data]
+    for prefix, group in (("m_", model_fields), ("t_", fields(TrainConfig))):
+        for f in group:
+            flag, dest = "--" + f.name.replace("_", "-"), prefix + f.name
+            if f.type in (bool, "bool"):
+                p.add_argument(flag, action=argparse.BooleanOptionalAction, dest=dest)
+            else:
+                kind = {"int": int, "float": float, "str": str}.get(f.type, f.type)
+                p.add_argument(flag, type=kind, dest=dest, metavar=f.name.upper())
     return p
 
 # %% ../notebooks/06_fashion_mnist.ipynb #c040
