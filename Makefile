@@ -28,10 +28,9 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
 	touch $@
 
-# --- notebooks -> vitlib/*.py (nbdev's nb_export, one module per notebook; vitlib/__init__.py is written by hand) ---
+# --- notebooks -> vitlib/*.py (nbdev's export; chapter 8 writes two modules; vitlib/__init__.py is written by hand) ---
 export: $(STAMP)
-	$(BIN)/python -c "import glob; from nbdev.export import nb_export; \
-	[nb_export(nb, lib_path='vitlib') for nb in sorted(glob.glob('notebooks/*.ipynb'))]"
+	$(BIN)/python scripts/export.py
 
 # --- Fashion-MNIST from Debian's package (apt-get install dataset-fashion-mnist), gunzipped ---
 data: $(DATA)/FashionMNIST/raw/train-images-idx3-ubyte
