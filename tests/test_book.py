@@ -118,6 +118,11 @@ def test_runtime_dependencies_are_the_seven():
         "torchvision",
         "tqdm",
     ]
+    # chapter 8's overlays and explorer: an extra, so that `import vitlib` never needs them
+    assert sorted(d.split(">")[0] for d in project["optional-dependencies"]["viz"]) == [
+        "ipywidgets",
+        "opencv-python-headless",
+    ]
 
 
 def test_vitlib_imports_and_runs_without_jupyter():

@@ -9,7 +9,20 @@ is imported on demand: `from vitlib.train import train`.
 
 __version__ = "0.1.0"
 
-from . import attention, block, checks, data, model, patches, positions, pretrained, recipes, utils
+from . import (
+    attention,
+    block,
+    checks,
+    data,
+    model,
+    patches,
+    positions,
+    pretrained,
+    recipes,
+    rollout,
+    utils,
+    viz,
+)
 from .attention import MultiHeadAttention
 from .block import DropPath, TransformerBlock, TransformerEncoder
 from .data import DeviceLoader, ImageData, cifar10, fashion_mnist
@@ -29,6 +42,8 @@ from .model import (
 from .patches import LinearPatchEmbed, PatchEmbed, patchify, unpatchify
 from .positions import resample_pos_embed, sincos_2d
 from .pretrained import from_hf, from_timm, load_weights, to_timm_state_dict
+from .rollout import attention_rollout, cls_map, mean_attention_distance
+from .viz import heatmap_overlay
 
 __all__ = [
     "attention",
@@ -40,7 +55,9 @@ __all__ = [
     "positions",
     "pretrained",
     "recipes",
+    "rollout",
     "utils",
+    "viz",
     "DeviceLoader",
     "ImageData",
     "cifar10",
@@ -52,12 +69,16 @@ __all__ = [
     "PatchEmbed",
     "TransformerBlock",
     "TransformerEncoder",
+    "attention_rollout",
+    "cls_map",
     "ViT",
     "ViTConfig",
     "create_vit",
     "from_hf",
     "from_timm",
+    "heatmap_overlay",
     "load_weights",
+    "mean_attention_distance",
     "parameter_counts",
     "patchify",
     "resample_pos_embed",

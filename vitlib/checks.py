@@ -6,7 +6,8 @@ __all__ = ['TOKEN_COUNTS', 'CheckFailed', 'strict', 'describe', 'verdict', 'comp
            'grid_embedding', 'position_parameters', 'attention_by_hand', 'split_heads', 'head_weights',
            'attention_parameters', 'gelu_tanh', 'layer_norm', 'drop_path', 'block_parameters', 'vit_parameters',
            'mean_pool_head', 'fuse_qkv', 'split_qkv', 'hub_key', 'small_config', 'channel_stats', 'random_flip',
-           'random_crop', 'warmup_cosine', 'no_decay_names', 'confusion_matrix', 'mixup', 'smooth_labels', 'token_cost']
+           'random_crop', 'warmup_cosine', 'no_decay_names', 'confusion_matrix', 'mixup', 'smooth_labels', 'token_cost',
+           'rollout_step', 'head_distance', 'resize_map']
 
 # %% ../notebooks/appendix_b_checks.ipynb #c004
 import torch
@@ -45,6 +46,8 @@ def describe(value) -> str:
         return value.text
     if isinstance(value, torch.Tensor):
         return f"a tensor of shape {tuple(value.shape)}, dtype {str(value.dtype).replace('torch.', '')}"
+    if type(value).__name__ == "ndarray":  # NumPy, without importing it
+        return f"an array of shape {value.shape}, dtype {value.dtype}"
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
@@ -892,4 +895,88 @@ def token_cost(fn) -> bool:
     hint = "(img_size / patch_size) squared patches, plus one class token; every token scores every token"
     return check_function(
         "Exercise 7.3, tokens and attention cost", fn, reference, cases, hint=hint
+    )
+
+# %% ../notebooks/appendix_b_checks.ipynb #c031
+def rollout_step(fn) -> bool:
+    """Exercise 8.1: `fn(attention)` turns one layer's maps (b, heads, n, n) into rollout's
+    factor: the mean over heads plus the identity, each row renormalised: (b, n, n)."""
+    from vitlib.rollout import attention_rollout
+
+    def reference(attention):
+        return attention_rollout([attention])
+
+    g = torch.Generator().manual_seed(0)
+    cases = [
+        (torch.softmax(torch.randn(b, h, n, n, generator=g), -1),)
+        for b, h, n in [(1, 1, 3), (2, 4, 5), (3, 2, 17)]
+    ]
+    # rows that do not sum to one (a max fusion, a discard step) catch a missing keepdim
+    cases.append((torch.rand(2, 3, 6, 6, generator=g),))
+    hint = "a = attention.mean(1) + torch.eye(n); a / a.sum(-1, keepdim=True): keepdim divides rows, not columns"
+    return check_function(
+        "Exercise 8.1, one step of rollout", fn, reference, cases, atol=1e-5, hint=hint
+    )
+
+
+def head_distance(fn) -> bool:
+    """Exercise 8.2: `fn(weights, patch_size)` is one head's mean attention distance in
+    pixels: weights (n, n) between the patches of a square grid, rows summing to one."""
+    from vitlib.rollout import patch_distances
+
+    def reference(weights, patch_size):
+        side = int(round(weights.shape[0] ** 0.5))
+        return (
+            (weights.double() * patch_distances((side, side), patch_size))
+            .sum(-1)
+            .mean()
+        )
+
+    def answer(weights, patch_size):
+        return torch.as_tensor(float(fn(weights, patch_size)), dtype=torch.float64)
+
+    g = torch.Generator().manual_seed(0)
+    cases = [(torch.eye(4), 7), (torch.full((9, 9), 1 / 9), 1)]
+    cases += [
+        (torch.softmax(3 * torch.randn(n, n, generator=g), -1), p)
+        for n, p in [(4, 7), (16, 7), (49, 4), (9, 16)]
+    ]
+    hint = "patch (i, j) has its centre at (i * patch_size, j * patch_size); weight each distance, sum each row, then average the rows"
+    return check_function(
+        "Exercise 8.2, mean attention distance",
+        answer,
+        reference,
+        cases,
+        atol=1e-6,
+        hint=hint,
+    )
+
+
+def resize_map(fn) -> bool:
+    """Exercise 8.3: `fn(heat, height, width)` resizes an (h, w) float32 map to (height,
+    width) bilinearly with cv2.resize."""
+    import cv2
+    import numpy as np
+
+    def reference(heat, height, width):
+        return torch.from_numpy(
+            cv2.resize(heat, (width, height), interpolation=cv2.INTER_LINEAR)
+        )
+
+    def answer(heat, height, width):
+        return torch.as_tensor(np.asarray(fn(heat, height, width)))
+
+    rng = np.random.default_rng(0)
+    cases = [
+        (rng.random((h, w), dtype=np.float32), height, width)
+        for h, w, height, width in [
+            (4, 4, 28, 28),
+            (3, 5, 12, 20),
+            (2, 3, 7, 11),
+            (14, 14, 160, 224),
+        ]
+    ]
+    hint = "OpenCV sizes are (width, height): cv2.resize(heat, (width, height), interpolation=cv2.INTER_LINEAR)"
+    return check_function(
+        "Exercise 8.3, resize a map", answer, reference, cases, atol=1e-5, hint=hint
     )
