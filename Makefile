@@ -28,9 +28,11 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" >/dev/null
 	touch $@
 
-# --- notebooks -> vitlib/*.py (nbdev's export; chapter 8 writes two modules; vitlib/__init__.py is written by hand) ---
+# --- notebooks -> vitlib/*.py (nbdev's nb_export, in file-name order: each notebook's #| default_exp module is
+# written fresh, then chapter 8's `#| export viz` cells are appended to page 8a's viz.py; vitlib/__init__.py is by hand) ---
 export: $(STAMP)
-	$(BIN)/python scripts/export.py
+	$(BIN)/python -c "import glob; from nbdev.export import nb_export; \
+	[nb_export(nb, lib_path='vitlib') for nb in sorted(glob.glob('notebooks/*.ipynb'))]"
 
 # --- Fashion-MNIST from Debian's package (apt-get install dataset-fashion-mnist), gunzipped ---
 data: $(DATA)/FashionMNIST/raw/train-images-idx3-ubyte

@@ -7,7 +7,7 @@ __all__ = ['TOKEN_COUNTS', 'CheckFailed', 'strict', 'describe', 'verdict', 'comp
            'attention_parameters', 'gelu_tanh', 'layer_norm', 'drop_path', 'block_parameters', 'vit_parameters',
            'mean_pool_head', 'fuse_qkv', 'split_qkv', 'hub_key', 'small_config', 'channel_stats', 'random_flip',
            'random_crop', 'warmup_cosine', 'no_decay_names', 'confusion_matrix', 'mixup', 'smooth_labels', 'token_cost',
-           'rollout_step', 'head_distance', 'resize_map']
+           'rollout_step', 'head_distance', 'resize_map', 'scale_map', 'blend', 'discard_links']
 
 # %% ../notebooks/appendix_b_checks.ipynb #c004
 import torch
@@ -953,7 +953,7 @@ def head_distance(fn) -> bool:
 
 
 def resize_map(fn) -> bool:
-    """Exercise 8.3: `fn(heat, height, width)` resizes an (h, w) float32 map to (height,
+    """Exercise 8a.1: `fn(heat, height, width)` resizes an (h, w) float32 map to (height,
     width) bilinearly with cv2.resize."""
     import cv2
     import numpy as np
@@ -978,5 +978,97 @@ def resize_map(fn) -> bool:
     ]
     hint = "OpenCV sizes are (width, height): cv2.resize(heat, (width, height), interpolation=cv2.INTER_LINEAR)"
     return check_function(
-        "Exercise 8.3, resize a map", answer, reference, cases, atol=1e-5, hint=hint
+        "Exercise 8a.1, resize a map", answer, reference, cases, atol=1e-5, hint=hint
+    )
+
+
+def scale_map(fn) -> bool:
+    """Exercise 8a.2: `fn(heat)` scales a float map to uint8, its minimum to 0 and its
+    maximum to 255 (truncated); a constant map gives zeros."""
+    import numpy as np
+
+    def reference(heat):
+        span = heat.max() - heat.min()
+        if span == 0:
+            return torch.zeros(heat.shape, dtype=torch.int64)
+        return torch.from_numpy(
+            ((heat - heat.min()) / span * 255).astype(np.uint8).astype(np.int64)
+        )
+
+    def answer(heat):
+        out = np.asarray(fn(heat))
+        if out.dtype != np.uint8:
+            return f"an array of dtype {out.dtype}, not uint8"
+        return torch.from_numpy(out.astype(np.int64))
+
+    rng = np.random.default_rng(0)
+    cases = [
+        (rng.random((4, 4), dtype=np.float32),),
+        (rng.normal(size=(3, 5)).astype(np.float32),),
+        (np.full((2, 2), 0.7, dtype=np.float32),),
+        (rng.random((14, 14), dtype=np.float32) * 1e-3,),
+    ]
+    hint = "(heat - heat.min()) / (heat.max() - heat.min()) * 255, then .astype(np.uint8); zeros when max == min"
+    # float32 against float64 arithmetic may truncate one step apart
+    return check_function(
+        "Exercise 8a.2, scale a map to 0..255",
+        answer,
+        reference,
+        cases,
+        atol=1,
+        hint=hint,
+    )
+
+
+def blend(fn) -> bool:
+    """Exercise 8a.3: `fn(colour, image, alpha)` is cv2.addWeighted(colour, alpha, image,
+    1 - alpha, 0) in NumPy, for uint8 (H, W, 3) images."""
+    import cv2
+    import numpy as np
+
+    def reference(colour, image, alpha):
+        return torch.from_numpy(
+            cv2.addWeighted(colour, alpha, image, 1 - alpha, 0).astype(np.int64)
+        )
+
+    def answer(colour, image, alpha):
+        out = np.asarray(fn(colour, image, alpha))
+        if out.dtype != np.uint8:
+            return f"an array of dtype {out.dtype}, not uint8"
+        return torch.from_numpy(out.astype(np.int64))
+
+    rng = np.random.default_rng(0)
+    cases = [
+        (
+            rng.integers(0, 256, (6, 7, 3), dtype=np.uint8),
+            rng.integers(0, 256, (6, 7, 3), dtype=np.uint8),
+            a,
+        )
+        for a in (0.5, 0.3, 0.77, 0.0, 1.0)
+    ]
+    hint = "alpha * colour + (1 - alpha) * image in floats, np.round, then .astype(np.uint8)"
+    # OpenCV and NumPy may round halves differently: one step apart is allowed
+    return check_function(
+        "Exercise 8a.3, blend by hand", answer, reference, cases, atol=1, hint=hint
+    )
+
+
+def discard_links(fn) -> bool:
+    """Exercise 8.3: `fn(attention, ratio)` zeroes the int((n - 1)^2 * ratio) weakest links
+    between patches in each image of a batch (b, n, n), never the class token's row or column."""
+    from vitlib.rollout import discard_weakest
+
+    g = torch.Generator().manual_seed(0)
+    cases = [
+        (torch.rand(b, n, n, generator=g), r)
+        for b, n, r in [(3, 5, 0.5), (2, 17, 0.9), (4, 10, 0.25), (2, 6, 0.0)]
+    ]
+    hint = "per image: links = attention[:, 1:, 1:].reshape(b, -1); zero the k smallest of each row (argsort, scatter)"
+    return check_function(
+        "Exercise 8.3, discard the weakest links",
+        fn,
+        discard_weakest,
+        cases,
+        atol=0,
+        hint=hint,
     )

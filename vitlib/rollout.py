@@ -13,6 +13,23 @@ from torch import Tensor
 HEAD_FUSIONS = ("mean", "max", "min")
 
 # %% ../notebooks/08_attention_maps.ipynb #c013
+def _patch_grid(patches: int, grid=None) -> tuple:
+    """The (h, w) grid of `patches` patch tokens: `grid` checked, or else a square one."""
+    if grid is None:
+        side = math.isqrt(patches)
+        if side * side != patches:
+            raise ValueError(
+                f"{patches} patch tokens do not form a square grid: pass grid=(h, w)"
+            )
+        return side, side
+    if grid[0] * grid[1] != patches:
+        raise ValueError(
+            f"grid {tuple(grid)} holds {grid[0] * grid[1]} patches, the attention "
+            f"{patches} (plus the class token)"
+        )
+    return tuple(grid)
+
+
 def cls_map(attention: Tensor, grid=None) -> Tensor:
     """The class token's attention to the patches, on the patch grid: (..., n, n) ->
     (..., h, w). Row 0 without its first column (the class token itself); `grid` (h, w)
@@ -23,22 +40,9 @@ def cls_map(attention: Tensor, grid=None) -> Tensor:
             "the class token"
         )
     row = attention[..., 0, 1:]
-    patches = row.shape[-1]
-    if grid is None:
-        side = math.isqrt(patches)
-        if side * side != patches:
-            raise ValueError(
-                f"{patches} patch tokens do not form a square grid: pass grid=(h, w)"
-            )
-        grid = (side, side)
-    if grid[0] * grid[1] != patches:
-        raise ValueError(
-            f"grid {tuple(grid)} holds {grid[0] * grid[1]} patches, the attention "
-            f"{patches} (plus the class token)"
-        )
-    return row.reshape(*row.shape[:-1], *grid)
+    return row.reshape(*row.shape[:-1], *_patch_grid(row.shape[-1], grid))
 
-# %% ../notebooks/08_attention_maps.ipynb #c033
+# %% ../notebooks/08_attention_maps.ipynb #c029
 def _layers(attentions) -> list:
     """Check a list of per-layer attention maps (b, heads, n, n): one batch, one token count."""
     if isinstance(attentions, Tensor):
@@ -98,7 +102,7 @@ def discard_weakest(attention: Tensor, ratio: float) -> Tensor:
     out[:, 1:, 1:] = kept.view(b, n - 1, n - 1)
     return out
 
-# %% ../notebooks/08_attention_maps.ipynb #c034
+# %% ../notebooks/08_attention_maps.ipynb #c030
 def attention_rollout(
     attentions, head_fusion: str = "mean", discard_ratio: float = 0.0
 ) -> Tensor:
@@ -109,11 +113,7 @@ def attention_rollout(
     Per layer: fuse the heads, drop the weakest `discard_ratio` of the patch-to-patch links,
     add the identity for the residual path and renormalise each row; then multiply the
     layers, the last one on the left."""
-    attentions = _layers(attentions)
-    if head_fusion not in HEAD_FUSIONS:
-        raise ValueError(f"head_fusion={head_fusion!r}: use one of {HEAD_FUSIONS}")
-    if not 0 <= discard_ratio <= 1:
-        raise ValueError(f"discard_ratio={discard_ratio}: use a fraction in [0, 1]")
+    attentions = _layers(attentions)  # fuse_heads and discard_weakest check the options
     first = attentions[0]
     b, n = first.shape[0], first.shape[-1]
     dtype = torch.promote_types(
@@ -129,7 +129,7 @@ def attention_rollout(
         joint = a @ joint
     return joint
 
-# %% ../notebooks/08_attention_maps.ipynb #c048
+# %% ../notebooks/08_attention_maps.ipynb #c044
 def patch_distances(grid, patch_size) -> Tensor:
     """Distances in pixels between the centres of every pair of patches: (n, n), n = h * w,
     patches in row-major order."""
@@ -146,12 +146,7 @@ def mean_attention_distance(attentions, patch_size, grid=None) -> Tensor:
     over the queries and the batch. Attention to the class token is left out and the rest
     renormalised. `attentions`: one (b, heads, n, n) map per layer -> (layers, heads)."""
     attentions = _layers(attentions)
-    patches = attentions[0].shape[-1] - 1
-    if grid is None:
-        side = math.isqrt(patches)
-        if side * side != patches:
-            raise ValueError(f"{patches} patch tokens: pass grid=(h, w)")
-        grid = (side, side)
+    grid = _patch_grid(attentions[0].shape[-1] - 1, grid)
     distances = patch_distances(grid, patch_size).to(attentions[0].device)
     per_layer = []
     for a in attentions:
