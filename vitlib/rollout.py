@@ -116,9 +116,8 @@ def attention_rollout(
     attentions = _layers(attentions)  # fuse_heads and discard_weakest check the options
     first = attentions[0]
     b, n = first.shape[0], first.shape[-1]
-    dtype = torch.promote_types(
-        first.dtype, torch.float32
-    )  # bf16 maps: float32 products
+    # bf16 or fp16 maps: the products in float32
+    dtype = torch.promote_types(first.dtype, torch.float32)
     eye = torch.eye(n, dtype=dtype, device=first.device)
     joint = eye.expand(b, n, n)
     for a in attentions:
