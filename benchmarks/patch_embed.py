@@ -8,33 +8,27 @@ einops / Conv2d (below 1: einops is faster). The chapter shows the same table fo
 """
 
 import argparse
-import contextlib
 
 import torch
 
 from vitlib.patches import PatchEmbed, conv_to_linear
-from vitlib.utils import hardware, measure, pick
+from vitlib.utils import autocast, hardware, log_header, measure, pick
 
 
 def time_versions(device: str, batch: int, dim: int, patch: int, size: int) -> dict:
     conv = PatchEmbed(patch_size=patch, in_channels=3, dim=dim).to(device)
     versions = {"Conv2d": conv, "einops + Linear": conv_to_linear(conv)}
     images = torch.rand(batch, 3, size, size, device=device)
-    autocast = (
-        torch.autocast("cuda", dtype=torch.bfloat16)
-        if device == "cuda"
-        else contextlib.nullcontext()
-    )
     results = {}
     for name, embed in versions.items():
 
         def forward(embed=embed):
-            with torch.inference_mode(), autocast:
+            with torch.inference_mode(), autocast(device):
                 embed(images)
 
         def forward_backward(embed=embed):
             embed.zero_grad(set_to_none=True)
-            with autocast:
+            with autocast(device):
                 out = embed(images)
             out.float().sum().backward()
 
@@ -50,6 +44,7 @@ def main():
     parser.add_argument("--size", type=int, default=224)
     args = parser.parse_args()
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    print(log_header())
     print(
         f"batch {args.batch} x 3 x {args.size} x {args.size}, patch {args.patch}, d = {args.dim}"
     )

@@ -21,7 +21,7 @@ import tempfile
 import torch
 
 from vitlib.train import main as train_cli
-from vitlib.utils import hardware, is_smoke
+from vitlib.utils import hardware, is_smoke, log_header
 
 TARGETS = {"cpu": 0.90, "cuda": 0.93}
 RECIPE_FOR = {"cpu": "fashion-cpu", "cuda": "fashion-gpu"}
@@ -39,6 +39,7 @@ def main():
         sys.exit("--device cuda: no GPU here")
     target = args.target or TARGETS[args.device]
     name = RECIPE_FOR[args.device]
+    print(log_header())
     print(
         f"recipe {name}; one line: python -m vitlib.train --recipe {name} --out runs/{name}"
     )

@@ -18,17 +18,40 @@ VERSIONS = [MultiHeadList, MultiHeadEinsum, MultiHeadFused, MultiHeadAttention]
 SHAPES = [(2, 197, 384, 6), (3, 50, 768, 12), (1, 17, 64, 1), (2, 5, 48, 4)]
 
 
+def by_the_formula(module, x):
+    """Multi-head attention written out in the test, head by head, from the weights of a
+    fused module: (output (b, n, d), weights (b, heads, n, n)). Independent of vitlib."""
+    dim, heads = x.shape[-1], module.num_heads
+    w, bias = module.qkv.weight, module.qkv.bias
+    bias = torch.zeros(3 * dim) if bias is None else bias
+    width = dim // heads
+    outputs, maps = [], []
+    for h in range(heads):
+        # rows of head h inside the Q, K and V thirds of the fused weight
+        rows = [part * dim + h * width + torch.arange(width) for part in range(3)]
+        q, k, v = (x @ w[r].T + bias[r] for r in rows)
+        scores = torch.einsum("bid,bjd->bij", q, k) / width**0.5
+        weights = torch.exp(scores - scores.amax(-1, keepdim=True))
+        weights = weights / weights.sum(-1, keepdim=True)
+        outputs.append(torch.einsum("bij,bjd->bid", weights, v))
+        maps.append(weights)
+    out = torch.cat(outputs, -1) @ module.proj.weight.T + module.proj.bias
+    return out, torch.stack(maps, 1)
+
+
 @pytest.mark.parametrize("b, n, dim, heads", SHAPES)
 @pytest.mark.parametrize("qkv_bias", [True, False])
-def test_four_versions_agree_with_copied_weights(b, n, dim, heads, qkv_bias):
+def test_four_versions_equal_the_formula(b, n, dim, heads, qkv_bias):
     torch.manual_seed(0)
-    reference = MultiHeadAttention(dim, heads, qkv_bias=qkv_bias).eval()
-    x = torch.randn(b, n, dim)
+    source = MultiHeadFused(dim, heads, qkv_bias=qkv_bias).eval()
     with torch.no_grad():
-        expected = reference(x)
+        for p in source.parameters():  # no zero bias may hide a slip
+            p.add_(0.05 * torch.randn(p.shape))
+        x = torch.randn(b, n, dim)
+        expected, _ = by_the_formula(source, x)
         for version in VERSIONS:
             module = copy_fused_weights(
-                reference, version(dim, heads, qkv_bias=qkv_bias)
+                source, version(dim, heads, qkv_bias=qkv_bias)
             ).eval()
             torch.testing.assert_close(module(x), expected, atol=1e-5, rtol=0)
 
@@ -53,13 +76,15 @@ def test_gradients_agree_too():
 
 
 @pytest.mark.parametrize("b, n, dim, heads", SHAPES)
-def test_attention_maps_are_proper(b, n, dim, heads):
+def test_attention_maps_are_the_weights_forward_uses(b, n, dim, heads):
     torch.manual_seed(0)
     module = MultiHeadAttention(dim, heads).eval()
     x = torch.randn(b, n, dim)
     with torch.no_grad():
-        out, weights = module(x, return_attention=True)
-        torch.testing.assert_close(out, module(x), atol=1e-5, rtol=0)
+        weights = module.attention_maps(x)
+        expected_out, expected_weights = by_the_formula(module, x)
+        torch.testing.assert_close(weights, expected_weights, atol=1e-5, rtol=0)
+        torch.testing.assert_close(module(x), expected_out, atol=1e-5, rtol=0)
     assert weights.shape == (b, heads, n, n)
     assert (weights >= 0).all()
     torch.testing.assert_close(weights.sum(-1), torch.ones(b, heads, n))
@@ -82,8 +107,7 @@ def test_attend_is_the_formula():
 
 def test_single_head_shapes():
     head = AttentionHead(dim=32, head_dim=8)
-    out, weights = head(torch.randn(2, 11, 32), return_attention=True)
-    assert out.shape == (2, 11, 8) and weights.shape == (2, 11, 11)
+    assert head(torch.randn(2, 11, 32)).shape == (2, 11, 8)
 
 
 def test_dropout_is_off_in_eval_and_on_in_training():

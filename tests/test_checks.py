@@ -16,12 +16,15 @@ def lenient(monkeypatch):
 def test_strict_mode_raises_with_the_verdict(monkeypatch, capsys):
     monkeypatch.setenv("VITLIB_STRICT_CHECKS", "1")
     with pytest.raises(checks.CheckFailed) as error:
-        checks.token_counts(lambda h, w, p: (h // p) * (w // p) + 1)
+        checks.check_token_count(lambda h, w, p: (h // p) * (w // p) + 1)
     assert "expected: 576" in str(error.value) and "got:      577" in str(error.value)
 
 
 def test_wrong_shape_is_described(lenient, capsys):
-    assert checks.patchify_by_hand(lambda x, p: patchify(x, p).transpose(1, 2)) is False
+    assert (
+        checks.check_patchify_by_hand(lambda x, p: patchify(x, p).transpose(1, 2))
+        is False
+    )
     out = capsys.readouterr().out
     assert (
         "not yet" in out
@@ -34,43 +37,45 @@ def test_unfinished_and_crashing_answers_get_a_sentence(lenient, capsys):
     def todo(images, patch_size):
         raise NotImplementedError
 
-    assert checks.patchify_by_hand(todo) is False
+    assert checks.check_patchify_by_hand(todo) is False
     assert "nothing yet" in capsys.readouterr().out
-    assert checks.pad_to_multiple(lambda x, p: x[0, 0, 99]) is False
+    assert checks.check_pad_to_multiple(lambda x, p: x[0, 0, 99]) is False
     assert "IndexError" in capsys.readouterr().out
     assert (
-        checks.token_counts(lambda height, width, patch_size: todo(None, patch_size))
+        checks.check_token_count(
+            lambda height, width, patch_size: todo(None, patch_size)
+        )
         is False
     )
     assert "got:      nothing yet" in capsys.readouterr().out
 
 
 def test_right_answers_pass(capsys):
-    assert checks.patchify_by_hand(patchify)
-    assert checks.token_counts(lambda h, w, p: (h // p) * (w // p))
-    assert checks.flatten_order(
+    assert checks.check_patchify_by_hand(patchify)
+    assert checks.check_token_count(lambda h, w, p: (h // p) * (w // p))
+    assert checks.check_flatten_pattern(
         lambda: "b c (h p1) (w p2) -> b (h w) (p1 p2 c)",
         lambda w: w.permute(0, 2, 3, 1).flatten(1),
     )
-    assert checks.pad_to_multiple(
+    assert checks.check_pad_to_multiple(
         lambda x, p: F.pad(x, (0, -x.shape[-1] % p, 0, -x.shape[-2] % p))
     )
     assert capsys.readouterr().out.count("correct.") == 4
 
 
-def test_flatten_order_catches_the_unpermuted_weight(lenient):
-    assert not checks.flatten_order(
+def test_flatten_pattern_catches_the_unpermuted_weight(lenient):
+    assert not checks.check_flatten_pattern(
         "b c (h p1) (w p2) -> b (h w) (p1 p2 c)", lambda w: w.flatten(1)
     )
-    assert not checks.flatten_order(
+    assert not checks.check_flatten_pattern(
         "b c (h p1) (w p2) -> b (h w) (c p1 p2)", lambda w: w.flatten(1)
     )
-    assert not checks.flatten_order("not a pattern", lambda w: w)
+    assert not checks.check_flatten_pattern("not a pattern", lambda w: w)
 
     def unfinished():
         raise NotImplementedError()
 
-    assert not checks.flatten_order(unfinished, lambda w: w)
+    assert not checks.check_flatten_pattern(unfinished, lambda w: w)
 
 
 def test_compare_tolerance_and_types():
@@ -88,14 +93,14 @@ def test_a_long_error_is_shown_in_full(lenient, capsys):
     def broken(images, patch_size):
         raise ValueError(message)
 
-    checks.patchify_by_hand(broken)
+    checks.check_patchify_by_hand(broken)
     assert message in capsys.readouterr().out
 
 
 def test_checks_leave_the_students_random_state_alone():
     torch.manual_seed(123)
     before = torch.random.get_rng_state()
-    checks.flatten_order(
+    checks.check_flatten_pattern(
         "b c (h p1) (w p2) -> b (h w) (p1 p2 c)",
         lambda w: w.permute(0, 2, 3, 1).flatten(1),
     )
@@ -110,3 +115,30 @@ def test_compare_takes_tuples_part_by_part():
     assert not ok and expected.startswith("part 1:")
     assert not checks.compare((a,), (a, b))[0]
     assert not checks.compare(a, (a, b))[0]
+
+
+def test_checks_are_named_by_exercise_in_exercise_order():
+    import inspect
+    import re
+
+    import vitlib
+
+    names = [
+        n for n in checks.__all__ if n.startswith("check_") and n != "check_function"
+    ]
+    # every check says its exercise first in its docstring
+    numbers = [
+        re.match(r"Exercise (\d+)([a-z]?)\.(\d+)", inspect.getdoc(getattr(checks, n)))
+        for n in names
+    ]
+    assert all(numbers), [n for n, m in zip(names, numbers) if not m]
+    keys = [(int(m[1]), m[2], int(m[3])) for m in numbers]  # 6a.1 < 6b.1
+    assert keys == sorted(keys), "the checks are not in exercise order"
+    # no check shares a name with a function of the library
+    library = {
+        name
+        for module in vars(vitlib).values()
+        if inspect.ismodule(module) and module is not checks
+        for name in getattr(module, "__all__", [])
+    }
+    assert not library & set(names), sorted(library & set(names))

@@ -30,6 +30,7 @@ def fashion():
     return fashion_mnist()
 
 
+@pytest.mark.fashion_mnist
 def test_fashion_mnist_shapes_classes_and_statistics(fashion):
     assert fashion.train_images.shape == (60000, 1, 28, 28)
     assert fashion.test_images.shape == (10000, 1, 28, 28)
@@ -60,6 +61,7 @@ def test_data_root_argument_environment_default(monkeypatch, tmp_path):
     assert str(data_root()) == "data"
 
 
+@pytest.mark.fashion_mnist
 @pytest.mark.skipif(
     not vd.DEBIAN_FASHION.is_dir(), reason="Debian's Fashion-MNIST is not installed"
 )

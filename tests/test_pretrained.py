@@ -172,7 +172,8 @@ def test_from_hf_model_matches_logits(kw):
 
 
 def to_hub_layout(state_dict):
-    """transformers 5's in-memory names -> the names in the hub's files (REFERENCES.md)."""
+    """transformers 5's in-memory names -> the names in the hub's files (vit.encoder.layer.i...,
+    the layout of the files that transformers 4 wrote)."""
     table = [
         (
             r"^vit\.layers\.(\d+)\.attention\.q_proj\.",

@@ -219,7 +219,7 @@ def test_rollout_of_a_vit():
         )
     ).eval()
     with torch.no_grad():
-        logits, maps = model(torch.randn(5, 1, 28, 28), return_attention=True)
+        maps = model.attention_maps(torch.randn(5, 1, 28, 28))
     assert len(maps) == 3 and maps[0].shape == (5, 4, 17, 17)
     joint = attention_rollout(maps)
     torch.testing.assert_close(joint.sum(-1), torch.ones(5, 17))

@@ -97,6 +97,7 @@ def test_no_weight_decay_on_norms_biases_positions_and_cls():
     assert len(skipped) + len(decayed) == len(list(model.parameters()))
 
 
+@pytest.mark.fashion_mnist
 def test_seeded_runs_repeat_exactly(small):
     runs = []
     for _ in range(2):
@@ -108,6 +109,7 @@ def test_seeded_runs_repeat_exactly(small):
     assert len(runs[0][1]["epoch"]) == 3 and set(runs[0][1]) == set(vt.HISTORY_KEYS)
 
 
+@pytest.mark.fashion_mnist
 @pytest.mark.parametrize("stop", [1, 2])
 def test_resume_continues_exactly(small, tmp_path, stop):
     torch.manual_seed(0)
@@ -127,6 +129,7 @@ def test_resume_continues_exactly(small, tmp_path, stop):
     assert _without_timing(history) == _without_timing(resumed_history)
 
 
+@pytest.mark.fashion_mnist
 def test_checkpoint_round_trip_and_metadata(small, tmp_path):
     torch.manual_seed(0)
     model = _model(pos="sincos")
@@ -151,6 +154,7 @@ def test_checkpoint_round_trip_and_metadata(small, tmp_path):
     )
 
 
+@pytest.mark.fashion_mnist
 def test_loading_never_unpickles(small, tmp_path, monkeypatch):
     torch.manual_seed(0)
     model = _model()
@@ -168,6 +172,7 @@ def test_loading_never_unpickles(small, tmp_path, monkeypatch):
     assert history["epoch"] == [1, 2]
 
 
+@pytest.mark.fashion_mnist
 def test_another_configuration_is_refused_clearly(small, tmp_path):
     torch.manual_seed(0)
     config = TrainConfig(epochs=2, batch_size=64)
@@ -193,18 +198,18 @@ def test_another_configuration_is_refused_clearly(small, tmp_path):
         load_checkpoint(tmp_path / "missing")
 
 
+@pytest.mark.fashion_mnist
 def test_checkpoints_are_written_atomically(small, tmp_path, monkeypatch):
     torch.manual_seed(0)
     model = _model()
     save_checkpoint(tmp_path, model, epoch=1)
     before = (tmp_path / "model.safetensors").read_bytes()
-    import safetensors.torch
 
     def crash(tensors, filename, metadata=None):
         Path(filename).write_bytes(b"half a file")
         raise KeyboardInterrupt("killed while writing")
 
-    monkeypatch.setattr(safetensors.torch, "save_file", crash)
+    monkeypatch.setattr(vt, "save_file", crash)
     with pytest.raises(KeyboardInterrupt):
         save_checkpoint(tmp_path, _model(depth=1), epoch=2)
     assert (tmp_path / "model.safetensors").read_bytes() == before
@@ -255,6 +260,7 @@ def test_cli_lists_the_valid_names(args, valid, tmp_path, capsys):
     assert valid in capsys.readouterr().err
 
 
+@pytest.mark.fashion_mnist
 def test_cli_writes_metrics_and_checkpoint_and_resumes(tmp_path):
     out = tmp_path / "run"
     stopped = _cli([*TINY, "--epochs", "2", "--stop-after", "1", "--out", str(out)])
@@ -276,6 +282,7 @@ def test_cli_writes_metrics_and_checkpoint_and_resumes(tmp_path):
     )
 
 
+@pytest.mark.fashion_mnist
 def test_torchrun_two_processes_on_cpu(tmp_path):
     out = tmp_path / "ddp"
     result = subprocess.run(

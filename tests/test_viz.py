@@ -1,4 +1,5 @@
-"""vitlib.viz: OpenCV overlays, the figures and the explorer's choice of map."""
+"""vitlib.viz (page 8a): OpenCV overlays and the gallery; vitlib.rollout's figures (page 8b): the
+layer-by-head grid, the explorer and its choice of map."""
 
 import sys
 
@@ -7,14 +8,15 @@ import numpy as np
 import pytest
 import torch
 
-from vitlib.rollout import attention_rollout, cls_map, fuse_heads
-from vitlib.viz import (
+from vitlib.rollout import (
     attention_explorer,
-    heatmap_overlay,
+    attention_rollout,
+    cls_map,
+    fuse_heads,
     plot_attention_grid,
-    plot_overlays,
     select_map,
 )
+from vitlib.viz import heatmap_overlay, plot_overlays
 
 matplotlib.use("Agg")
 cv2 = pytest.importorskip("cv2")

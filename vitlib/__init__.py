@@ -3,8 +3,11 @@
 Every module except this file is generated from the book's notebooks (`make export`);
 edit the notebook, never the module.
 
-`vitlib.train` (the training loop, checkpoints and the command line `python -m vitlib.train`)
-is imported on demand: `from vitlib.train import train`.
+Three modules are imported on demand, not here: `vitlib.train` (the training loop,
+checkpoints and the command line `python -m vitlib.train`), and `vitlib.ablations` and
+`vitlib.checks`, which use it. Importing the training module with the package would make
+`python -m vitlib.train` warn that the module was imported twice. Write
+`from vitlib.train import train` or `from vitlib import checks`.
 """
 
 __version__ = "0.1.0"
@@ -12,13 +15,11 @@ __version__ = "0.1.0"
 from . import (
     attention,
     block,
-    checks,
     data,
     model,
     patches,
     positions,
     pretrained,
-    recipes,
     rollout,
     utils,
     viz,
@@ -40,21 +41,19 @@ from .model import (
     vit_tiny,
 )
 from .patches import LinearPatchEmbed, PatchEmbed, patchify, unpatchify
-from .positions import resample_pos_embed, sincos_2d
+from .positions import patch_grid, resample_pos_embed, sincos_2d
 from .pretrained import from_hf, from_timm, load_weights, to_timm_state_dict
 from .rollout import attention_rollout, cls_map, mean_attention_distance
-from .viz import heatmap_overlay
+from .viz import heatmap_overlay, plot_overlays
 
 __all__ = [
     "attention",
     "block",
-    "checks",
     "data",
     "model",
     "patches",
     "positions",
     "pretrained",
-    "recipes",
     "rollout",
     "utils",
     "viz",
@@ -80,7 +79,9 @@ __all__ = [
     "load_weights",
     "mean_attention_distance",
     "parameter_counts",
+    "patch_grid",
     "patchify",
+    "plot_overlays",
     "resample_pos_embed",
     "sincos_2d",
     "to_timm_state_dict",

@@ -39,9 +39,9 @@ class AttentionHead(nn.Module):
         self.k = nn.Linear(dim, head_dim, bias=qkv_bias)
         self.v = nn.Linear(dim, head_dim, bias=qkv_bias)
 
-    def forward(self, x: torch.Tensor, return_attention: bool = False):
-        out, weights = attend(self.q(x), self.k(x), self.v(x))
-        return (out, weights) if return_attention else out
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out, _ = attend(self.q(x), self.k(x), self.v(x))
+        return out
 
 # %% ../notebooks/03_attention.ipynb #c020
 def show_attention(
@@ -132,13 +132,11 @@ class MultiHeadFused(nn.Module):
 
 # %% ../notebooks/03_attention.ipynb #c031
 class MultiHeadAttention(nn.Module):
-    """Multi-head self-attention, (b, n, d) -> (b, n, d): a fused qkv Linear (timm's layout) and
-    F.scaled_dot_product_attention.
+    """Multi-head self-attention, (b, n, d) -> (b, n, d): a fused qkv Linear (timm's layout)
+    and F.scaled_dot_product_attention, with dropout on the weights and the output.
 
-    forward(x, return_attention=True) returns (output, weights) with weights (b, heads, n, n),
-    rows summing to one. SDPA never forms the weights, so that path computes them explicitly,
-    softmax(q k^T / sqrt(head_dim)), as Hugging Face's ViT does; it is slower and stores n*n
-    numbers per head. The returned weights are those before attention dropout.
+    `attention_maps(x)` returns the weights (b, heads, n, n) that forward uses, computed
+    explicitly as softmax(q k^T / sqrt(head_dim)); rows sum to one (before dropout).
     """
 
     def __init__(
@@ -158,22 +156,27 @@ class MultiHeadAttention(nn.Module):
         self.proj = nn.Linear(dim, dim)
         self.proj_drop = nn.Dropout(proj_drop)
 
-    def forward(self, x: torch.Tensor, return_attention: bool = False):
+    def _qkv(self, x: torch.Tensor):
         if x.ndim != 3 or x.shape[-1] != self.dim:
             raise ValueError(
                 f"expected tokens of shape (batch, tokens, {self.dim}), got {tuple(x.shape)}"
             )
-        q, k, v = rearrange(
-            self.qkv(x), "b n (three h d) -> three b h n d", three=3, h=self.num_heads
-        )
-        if return_attention:
-            _, weights = attend(q, k, v)
-            out = self.attn_drop(weights) @ v
-        else:
-            p = self.attn_drop.p if self.training else 0.0
-            out = F.scaled_dot_product_attention(q, k, v, dropout_p=p)
-        out = self.proj_drop(self.proj(rearrange(out, "b h n d -> b n (h d)")))
-        return (out, weights) if return_attention else out
+        b, n, _ = x.shape
+        # "b n (three h d) -> three b h n d" as plain views, as in timm
+        qkv = self.qkv(x).view(b, n, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4)
+        return qkv.unbind(0)  # q, k, v: each (b, h, n, d/h)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q, k, v = self._qkv(x)
+        p = self.attn_drop.p if self.training else 0.0
+        out = F.scaled_dot_product_attention(q, k, v, dropout_p=p)  # (b, h, n, d/h)
+        out = out.transpose(1, 2).flatten(2)  # "b h n d -> b n (h d)"
+        return self.proj_drop(self.proj(out))
+
+    def attention_maps(self, x: torch.Tensor) -> torch.Tensor:
+        q, k, v = self._qkv(x)
+        _, weights = attend(q, k, v)  # (b, h, n, n)
+        return weights
 
 # %% ../notebooks/03_attention.ipynb #c033
 @torch.no_grad()

@@ -7,6 +7,8 @@ __all__ = ['MLP', 'init_weights', 'drop_path', 'DropPath', 'TransformerBlock', '
 import torch
 from torch import nn
 
+from .attention import MultiHeadAttention
+
 # %% ../notebooks/04_block.ipynb #c008
 class MLP(nn.Module):
     """The block's feed-forward network, applied to each token alone: (b, n, d) -> (b, n, d).
@@ -30,10 +32,11 @@ class MLP(nn.Module):
 # %% ../notebooks/04_block.ipynb #c022
 @torch.no_grad()
 def init_weights(module: nn.Module) -> None:
-    """ViT's initialisation for one module (use with `model.apply`): Linear weights from a normal
-    with std 0.02 cut at two std, zero biases; LayerNorm scale 1 and shift 0."""
+    """ViT's initialisation for one module (use with `model.apply`), timm's rule: Linear
+    weights from trunc_normal_ with std 0.02 (cut at -2 and 2, absolute), zero biases;
+    LayerNorm scale 1 and shift 0."""
     if isinstance(module, nn.Linear):
-        nn.init.trunc_normal_(module.weight, std=0.02, a=-0.04, b=0.04)
+        nn.init.trunc_normal_(module.weight, std=0.02)
         if module.bias is not None:
             nn.init.zeros_(module.bias)
     elif isinstance(module, nn.LayerNorm):
@@ -73,7 +76,7 @@ class TransformerBlock(nn.Module):
     branch with LayerNorm and drop path.
 
     prenorm=True is ViT's order, x + f(norm(x)); prenorm=False the 2017 Transformer's,
-    norm(x + f(x)). forward(x, return_attention=True) returns (x, weights (b, heads, n, n)).
+    norm(x + f(x)). `attention_maps(x)` gives the block's weights (b, heads, n, n).
     """
 
     def __init__(
@@ -88,8 +91,6 @@ class TransformerBlock(nn.Module):
         norm_eps: float = 1e-6,
         prenorm: bool = True,
     ):
-        from vitlib.attention import MultiHeadAttention
-
         super().__init__()
         self.prenorm = prenorm
         self.norm1 = nn.LayerNorm(dim, eps=norm_eps)
@@ -98,32 +99,23 @@ class TransformerBlock(nn.Module):
         self.mlp = MLP(dim, mlp_dim, dropout)
         self.drop_path = DropPath(drop_path)
 
-    def forward(self, x: torch.Tensor, return_attention: bool = False):
-        if self.prenorm:
-            # ViT: x + f(norm(x))
-            attn, weights = self._attend(self.norm1(x), return_attention)
-            x = x + self.drop_path(attn)
-            x = x + self.drop_path(self.mlp(self.norm2(x)))
-        else:
-            # the 2017 Transformer: norm(x + f(x))
-            attn, weights = self._attend(x, return_attention)
-            x = self.norm1(x + self.drop_path(attn))
-            x = self.norm2(x + self.drop_path(self.mlp(x)))
-        return (x, weights) if return_attention else x
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.prenorm:  # ViT: x + f(norm(x))
+            x = x + self.drop_path(self.attn(self.norm1(x)))
+            return x + self.drop_path(self.mlp(self.norm2(x)))
+        # the 2017 Transformer: norm(x + f(x))
+        x = self.norm1(x + self.drop_path(self.attn(x)))
+        return self.norm2(x + self.drop_path(self.mlp(x)))
 
-    def _attend(self, x, return_attention):
-        if return_attention:
-            return self.attn(x, return_attention=True)
-        return self.attn(x), None
+    def attention_maps(self, x: torch.Tensor) -> torch.Tensor:
+        """The attention weights this block computes for its input x: (b, heads, n, n)."""
+        return self.attn.attention_maps(self.norm1(x) if self.prenorm else x)
 
 # %% ../notebooks/04_block.ipynb #c046
 class TransformerEncoder(nn.ModuleList):
     """`depth` TransformerBlocks in a row, (b, n, d) -> (b, n, d). Drop path rises linearly
     from 0 (first block) to `drop_path` (last block); the other keywords (mlp_dim, dropout,
-    attn_dropout, qkv_bias, norm_eps, prenorm) go to every block.
-
-    forward(x, return_attention=True) returns (x, [weights (b, heads, n, n) per block]).
-    """
+    attn_dropout, qkv_bias, norm_eps, prenorm) go to every block."""
 
     def __init__(
         self, dim: int, depth: int, heads: int, drop_path: float = 0.0, **block_options
@@ -135,12 +127,15 @@ class TransformerEncoder(nn.ModuleList):
             for rate in rates
         )
 
-    def forward(self, x: torch.Tensor, return_attention: bool = False):
-        attentions = []
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         for block in self:
-            if return_attention:
-                x, weights = block(x, return_attention=True)
-                attentions.append(weights)
-            else:
-                x = block(x)
-        return (x, attentions) if return_attention else x
+            x = block(x)
+        return x
+
+    def attention_maps(self, x: torch.Tensor) -> list:
+        """Every block's attention weights (b, heads, n, n), first block first."""
+        maps = []
+        for block in self:
+            maps.append(block.attention_maps(x))
+            x = block(x)
+        return maps

@@ -2,17 +2,35 @@
 
 # %% auto #0
 __all__ = ['TOKEN_COUNTS', 'CheckFailed', 'strict', 'describe', 'verdict', 'compare', 'call', 'check_function',
-           'patchify_by_hand', 'token_counts', 'flatten_order', 'pad_to_multiple', 'sinusoidal', 'add_cls',
-           'grid_embedding', 'position_parameters', 'attention_by_hand', 'split_heads', 'head_weights',
-           'attention_parameters', 'gelu_tanh', 'layer_norm', 'drop_path', 'block_parameters', 'vit_parameters',
-           'mean_pool_head', 'fuse_qkv', 'split_qkv', 'hub_key', 'small_config', 'channel_stats', 'random_flip',
-           'random_crop', 'warmup_cosine', 'no_decay_names', 'confusion_matrix', 'mixup', 'smooth_labels', 'token_cost',
-           'rollout_step', 'head_distance', 'resize_map', 'scale_map', 'blend', 'discard_links']
+           'check_patchify_by_hand', 'check_token_count', 'check_flatten_pattern', 'check_pad_to_multiple',
+           'check_sinusoidal', 'check_add_cls', 'check_grid_embedding', 'check_position_parameters',
+           'check_attention_by_hand', 'check_split_heads', 'check_head_weights', 'check_attention_parameters',
+           'check_gelu_tanh', 'check_layer_norm', 'check_drop_path_by_hand', 'check_block_parameters',
+           'check_vit_parameters', 'check_mean_pool_head', 'check_small_fashion_config', 'check_fuse_qkv',
+           'check_split_qkv', 'check_hub_key_to_vitlib', 'check_pixel_stats', 'check_flip_batch', 'check_crop_batch',
+           'check_lr_factor', 'check_no_decay', 'check_confusion', 'check_mix', 'check_smooth', 'check_cost',
+           'check_upsample', 'check_to_uint8', 'check_blend', 'check_rollout_step', 'check_head_distance',
+           'check_drop_weakest']
 
 # %% ../notebooks/appendix_b_checks.ipynb #c004
+from dataclasses import asdict, is_dataclass
+
+import numpy as np
 import torch
 import torch.nn.functional as F
 from einops import rearrange
+from torch import nn
+
+from .attention import MultiHeadAttention, attend
+from .block import TransformerBlock
+from .data import channel_stats
+from .model import ViT, ViTConfig, create_vit, parameter_counts
+from .patches import PatchEmbed, patchify
+from .positions import learned_pos_embed, prepend_cls, sincos_1d, sincos_2d
+from .pretrained import hf_to_vitlib_state_dict
+from .rollout import attention_rollout, discard_weakest, patch_distances
+from .train import WarmupCosine, parameter_groups
+from .utils import env_flag
 
 
 class CheckFailed(AssertionError):
@@ -21,8 +39,6 @@ class CheckFailed(AssertionError):
 
 def strict() -> bool:
     """True when VITLIB_STRICT_CHECKS=1: failed checks raise CheckFailed."""
-    from vitlib.utils import env_flag  # inside: nbdev rewrites top-level vitlib imports
-
     return env_flag("VITLIB_STRICT_CHECKS")
 
 
@@ -88,17 +104,12 @@ def compare(got, expected, atol: float = 1e-5):
             return False, describe(expected), describe(got)
         if got.shape != expected.shape:
             return False, describe(expected), describe(got)
-        diff = (
-            (got.double() - expected.double()).abs().max().item()
-            if got.numel()
-            else 0.0
-        )
-        if not diff <= atol:
-            return (
-                False,
-                f"values within {atol:g} of the reference",
-                f"values that differ by up to {diff:.3g}",
-            )
+        gap = (got.double() - expected.double()).abs()
+        diff = gap.max().item() if got.numel() else 0.0
+        if not diff <= atol:  # also catches NaN
+            # two digits: the same verdict on every machine
+            within = f"values within {atol:g} of the reference"
+            return False, within, f"values that differ by up to {diff:.1e}"
         return True, describe(expected), describe(got)
     return got == expected, describe(expected), describe(got)
 
@@ -126,10 +137,8 @@ def check_function(
     return verdict(f"{title} ({len(cases)} cases)", True)
 
 # %% ../notebooks/appendix_b_checks.ipynb #c008
-def patchify_by_hand(fn) -> bool:
+def check_patchify_by_hand(fn) -> bool:
     """Exercise 1.1: `fn(images, p)` cuts (b, c, H, W) into (b, n, c*p*p) with reshape and permute."""
-    from vitlib.patches import patchify
-
     g = torch.Generator().manual_seed(0)
     cases = [
         (torch.rand(2, 3, 8, 8, generator=g), 4),
@@ -153,7 +162,7 @@ TOKEN_COUNTS = {  # model: (height, width, patch, tokens)
 }
 
 
-def token_counts(fn) -> bool:
+def check_token_count(fn) -> bool:
     """Exercise 1.2: `fn(height, width, patch_size)` counts the patch tokens of an image."""
     title = "Exercise 1.2, token counts"
     for name, (height, width, patch, expected) in TOKEN_COUNTS.items():
@@ -169,12 +178,10 @@ def token_counts(fn) -> bool:
     return verdict(f"{title} ({len(TOKEN_COUNTS)} models)", True)
 
 
-def flatten_order(pattern, convert) -> bool:
+def check_flatten_pattern(pattern, convert) -> bool:
     """Exercise 1.3: `pattern()` returns an einops pattern that flattens patches as (p1 p2 c) (a
     plain string works too); `convert` turns a Conv2d weight (d, c, p, p) into the matching
     Linear weight (d, p*p*c)."""
-    from vitlib.patches import PatchEmbed
-
     title = "Exercise 1.3, another flattening order"
     if callable(pattern):
         pattern = call(pattern)
@@ -220,7 +227,7 @@ def flatten_order(pattern, convert) -> bool:
     )
 
 
-def pad_to_multiple(fn) -> bool:
+def check_pad_to_multiple(fn) -> bool:
     """Exercise 1.4: `fn(images, p)` pads (b, c, H, W) with zeros at the bottom and right, as
     little as needed, so that p divides both sides."""
 
@@ -243,10 +250,8 @@ def pad_to_multiple(fn) -> bool:
     )
 
 # %% ../notebooks/appendix_b_checks.ipynb #c015
-def sinusoidal(fn) -> bool:
+def check_sinusoidal(fn) -> bool:
     """Exercise 2.1: `fn(n, d)` is the 1D sinusoidal table (n, d), sin in even columns."""
-    from vitlib.positions import sincos_1d
-
     cases = [(4, 6), (196, 64), (50, 768)]
     hint = "column 2i holds sin(p / 10000**(2i/d)) and column 2i+1 the cos of the same angle"
     return check_function(
@@ -254,10 +259,8 @@ def sinusoidal(fn) -> bool:
     )
 
 
-def add_cls(fn) -> bool:
+def check_add_cls(fn) -> bool:
     """Exercise 2.2: `fn(tokens, cls_token)` prepends (1, 1, d) to (b, n, d) -> (b, 1 + n, d)."""
-    from vitlib.positions import prepend_cls
-
     g = torch.Generator().manual_seed(0)
     cases = [
         (torch.randn(1, 4, 3, generator=g), torch.randn(1, 1, 3, generator=g)),
@@ -271,9 +274,8 @@ def add_cls(fn) -> bool:
     )
 
 
-def grid_embedding(fn) -> bool:
+def check_grid_embedding(fn) -> bool:
     """Exercise 2.3: `fn(h, w, d)` is the 2D sin-cos table (h*w, d) in raster order."""
-    from vitlib.positions import sincos_2d
 
     def reference(h, w, dim):
         return sincos_2d((h, w), dim)
@@ -285,9 +287,8 @@ def grid_embedding(fn) -> bool:
     )
 
 
-def position_parameters(fn) -> bool:
+def check_position_parameters(fn) -> bool:
     """Exercise 2.4: `fn(image_size, patch_size, dim)` counts a learned table's numbers (CLS included)."""
-    from vitlib.positions import learned_pos_embed
 
     def reference(image_size, patch_size, dim):
         return learned_pos_embed(1 + (image_size // patch_size) ** 2, dim).numel()
@@ -299,9 +300,8 @@ def position_parameters(fn) -> bool:
     )
 
 # %% ../notebooks/appendix_b_checks.ipynb #c017
-def attention_by_hand(fn) -> bool:
+def check_attention_by_hand(fn) -> bool:
     """Exercise 3.1: `fn(q, k, v)` computes softmax(q k^T / sqrt(d)) v over the last two axes."""
-    from vitlib.attention import attend
 
     def reference(q, k, v):
         return attend(q, k, v)[0]
@@ -318,7 +318,7 @@ def attention_by_hand(fn) -> bool:
     )
 
 
-def split_heads(fn) -> bool:
+def check_split_heads(fn) -> bool:
     """Exercise 3.2: `fn(x, heads)` turns (b, n, h*d) into (b, h, n, d)."""
 
     def reference(x, heads):
@@ -336,7 +336,7 @@ def split_heads(fn) -> bool:
     )
 
 
-def head_weights(fn) -> bool:
+def check_head_weights(fn) -> bool:
     """Exercise 3.3: `fn(qkv_weight, heads, i)` returns head i's (w_q, w_k, w_v), each (d/h, d),
     from a fused qkv weight (3d, d) in timm's layout."""
 
@@ -360,9 +360,8 @@ def head_weights(fn) -> bool:
     )
 
 
-def attention_parameters(fn) -> bool:
+def check_attention_parameters(fn) -> bool:
     """Exercise 3.4: `fn(dim)` counts the parameters of multi-head attention with biases."""
-    from vitlib.attention import MultiHeadAttention
 
     def reference(dim):
         return sum(p.numel() for p in MultiHeadAttention(dim, heads=1).parameters())
@@ -374,9 +373,8 @@ def attention_parameters(fn) -> bool:
     )
 
 # %% ../notebooks/appendix_b_checks.ipynb #c019
-def gelu_tanh(fn) -> bool:
+def check_gelu_tanh(fn) -> bool:
     """Exercise 4.1: `fn(x)` is the tanh approximation of GELU."""
-    import torch.nn.functional as F
 
     def reference(x):
         return F.gelu(x, approximate="tanh")
@@ -389,9 +387,8 @@ def gelu_tanh(fn) -> bool:
     )
 
 
-def layer_norm(fn) -> bool:
+def check_layer_norm(fn) -> bool:
     """Exercise 4.2: `fn(x, weight, bias, eps)` is LayerNorm over the last axis."""
-    import torch.nn.functional as F
 
     def reference(x, weight, bias, eps):
         return F.layer_norm(x, weight.shape, weight, bias, eps)
@@ -418,7 +415,7 @@ def layer_norm(fn) -> bool:
     )
 
 
-def drop_path(fn) -> bool:
+def check_drop_path_by_hand(fn) -> bool:
     """Exercise 4.3: `fn(x, p, training)` is stochastic depth: per sample, zero with probability
     p, else x / (1 - p); the identity when not training."""
     title = "Exercise 4.3, stochastic depth"
@@ -459,9 +456,8 @@ def drop_path(fn) -> bool:
     return verdict(f"{title} (evaluation and training)", True)
 
 
-def block_parameters(fn) -> bool:
+def check_block_parameters(fn) -> bool:
     """Exercise 4.4: `fn(dim, mlp_dim)` counts the parameters of a TransformerBlock."""
-    from vitlib.block import TransformerBlock
 
     def reference(dim, mlp_dim):
         with torch.device("meta"):
@@ -475,10 +471,9 @@ def block_parameters(fn) -> bool:
     )
 
 # %% ../notebooks/appendix_b_checks.ipynb #c021
-def vit_parameters(fn) -> bool:
-    """Exercise 5.1: `fn(img_size, patch_size, in_channels, num_classes, dim, depth, mlp_dim)`
+def check_vit_parameters(fn) -> bool:
+    """Exercise 5a.1: `fn(img_size, patch_size, in_channels, num_classes, dim, depth, mlp_dim)`
     counts a ViT's parameters (learned positions, qkv biases)."""
-    from vitlib.model import ViT, ViTConfig, parameter_counts
 
     def reference(img_size, patch_size, in_channels, num_classes, dim, depth, mlp_dim):
         with torch.device("meta"):
@@ -495,14 +490,12 @@ def vit_parameters(fn) -> bool:
     ]
     hint = "patch d*c*p*p + d; class token d; positions (1 + n) d; depth blocks; final norm 2d; head d*classes + classes"
     return check_function(
-        "Exercise 5.1, parameters of a ViT", fn, reference, cases, hint=hint
+        "Exercise 5a.1, parameters of a ViT", fn, reference, cases, hint=hint
     )
 
 
-def mean_pool_head(fn) -> bool:
-    """Exercise 5.2: `fn(tokens, norm, head)` is head(norm(mean of the patch tokens))."""
-    from torch import nn
-
+def check_mean_pool_head(fn) -> bool:
+    """Exercise 5a.2: `fn(tokens, norm, head)` is head(norm(mean of the patch tokens))."""
     g = torch.Generator().manual_seed(0)
     torch.manual_seed(0)
     norm, head = nn.LayerNorm(16), nn.Linear(16, 5)
@@ -520,88 +513,14 @@ def mean_pool_head(fn) -> bool:
     hint = "tokens[:, 1:] leaves out the class token; mean over the token axis (1); then norm, then head"
     with torch.no_grad():
         return check_function(
-            "Exercise 5.2, mean pooling", fn, reference, cases, atol=1e-4, hint=hint
+            "Exercise 5a.2, mean pooling", fn, reference, cases, atol=1e-4, hint=hint
         )
 
 
-def fuse_qkv(fn) -> bool:
-    """Exercise 5.4: `fn(q_weight, k_weight, v_weight)` stacks three (d, d) weights into (3d, d)."""
-    from torch import nn
-
-    from vitlib.attention import MultiHeadAttention
-
-    title = "Exercise 5.4, fuse q, k and v"
-    g = torch.Generator().manual_seed(0)
-    for dim, heads in [(8, 2), (48, 3)]:
-        q, k, v = (nn.Linear(dim, dim, bias=False) for _ in range(3))
-        x = torch.randn(2, 5, dim, generator=g)
-        fused = call(fn, q.weight.detach(), k.weight.detach(), v.weight.detach())
-        if not isinstance(fused, torch.Tensor) or fused.shape != (3 * dim, dim):
-            return verdict(
-                title, False, f"a tensor of shape {(3 * dim, dim)}", describe(fused)
-            )
-        attention = MultiHeadAttention(dim, heads, qkv_bias=False)
-        with torch.no_grad():
-            attention.qkv.weight.copy_(fused)
-            got = attention.qkv(x).chunk(3, dim=-1)
-            for name, part, layer in zip("qkv", got, (q, k, v)):
-                if not torch.allclose(part, layer(x), atol=1e-5):
-                    return verdict(
-                        f"{title} (dim {dim})",
-                        False,
-                        f"the {name} third of qkv(x) to equal {name}_proj(x)",
-                        "a different result",
-                        "stack the rows: Q first, then K, then V (torch.cat along dim 0)",
-                    )
-    return verdict(f"{title} (2 cases)", True)
-
-
-def split_qkv(fn) -> bool:
-    """Exercise 5.5: `fn(qkv_weight)` splits a fused (3d, d) weight into (q, k, v), each (d, d)."""
-
-    def reference(qkv_weight):
-        return qkv_weight.chunk(3)
-
-    g = torch.Generator().manual_seed(0)
-    cases = [(torch.randn(3 * dim, dim, generator=g),) for dim in (4, 48)]
-    hint = "the rows are Q, then K, then V: d rows each"
-    return check_function("Exercise 5.5, split qkv", fn, reference, cases, hint=hint)
-
-
-def hub_key(fn) -> bool:
-    """Exercise 5.6: `fn(key)` renames a Hugging Face hub-file key to vitlib's."""
-    from vitlib.pretrained import hf_to_vitlib_state_dict
-
-    keys = [
-        "vit.embeddings.cls_token",
-        "vit.embeddings.position_embeddings",
-        "vit.embeddings.patch_embeddings.projection.weight",
-        "vit.encoder.layer.0.layernorm_before.weight",
-        "vit.encoder.layer.11.attention.output.dense.bias",
-        "vit.encoder.layer.3.intermediate.dense.weight",
-        "vit.encoder.layer.3.output.dense.bias",
-        "vit.encoder.layer.7.layernorm_after.bias",
-        "vit.layernorm.weight",
-        "classifier.bias",
-    ]
-
-    def reference(key):
-        return next(iter(hf_to_vitlib_state_dict({key: torch.zeros(1)})))
-
-    hint = "see the table at the top of the page; attention.output.dense must become attn.proj before output.dense becomes mlp.fc2"
-    return check_function(
-        "Exercise 5.6, rename a hub key", fn, reference, [(k,) for k in keys], hint=hint
-    )
-
-
-def small_config(fn) -> bool:
-    """Exercise 5.3: `fn()` returns a ViTConfig for 28x28 grey images, 10 classes, under
+def check_small_fashion_config(fn) -> bool:
+    """Exercise 5a.3: `fn()` returns a ViTConfig for 28x28 grey images, 10 classes, under
     100,000 parameters and at least 16 patches."""
-    from vitlib.model import ViT, ViTConfig, parameter_counts
-
-    title = "Exercise 5.3, a small preset"
-    from dataclasses import asdict, is_dataclass
-
+    title = "Exercise 5a.3, a small preset"
     config = call(fn)
     if not (is_dataclass(config) and type(config).__name__ == "ViTConfig"):
         return verdict(title, False, "a ViTConfig", describe(config))
@@ -636,16 +555,83 @@ def small_config(fn) -> bool:
         f"{title} ({total:,} parameters, {config.num_patches} patches)", True
     )
 
+
+def check_fuse_qkv(fn) -> bool:
+    """Exercise 5b.1: `fn(q_weight, k_weight, v_weight)` stacks three (d, d) weights into (3d, d)."""
+    title = "Exercise 5b.1, fuse q, k and v"
+    g = torch.Generator().manual_seed(0)
+    for dim, heads in [(8, 2), (48, 3)]:
+        q, k, v = (nn.Linear(dim, dim, bias=False) for _ in range(3))
+        x = torch.randn(2, 5, dim, generator=g)
+        fused = call(fn, q.weight.detach(), k.weight.detach(), v.weight.detach())
+        if not isinstance(fused, torch.Tensor) or fused.shape != (3 * dim, dim):
+            return verdict(
+                title, False, f"a tensor of shape {(3 * dim, dim)}", describe(fused)
+            )
+        attention = MultiHeadAttention(dim, heads, qkv_bias=False)
+        with torch.no_grad():
+            attention.qkv.weight.copy_(fused)
+            got = attention.qkv(x).chunk(3, dim=-1)
+            for name, part, layer in zip("qkv", got, (q, k, v)):
+                if not torch.allclose(part, layer(x), atol=1e-5):
+                    return verdict(
+                        f"{title} (dim {dim})",
+                        False,
+                        f"the {name} third of qkv(x) to equal {name}_proj(x)",
+                        "a different result",
+                        "stack the rows: Q first, then K, then V (torch.cat along dim 0)",
+                    )
+    return verdict(f"{title} (2 cases)", True)
+
+
+def check_split_qkv(fn) -> bool:
+    """Exercise 5b.2: `fn(qkv_weight)` splits a fused (3d, d) weight into (q, k, v), each (d, d)."""
+
+    def reference(qkv_weight):
+        return qkv_weight.chunk(3)
+
+    g = torch.Generator().manual_seed(0)
+    cases = [(torch.randn(3 * dim, dim, generator=g),) for dim in (4, 48)]
+    hint = "the rows are Q, then K, then V: d rows each"
+    return check_function("Exercise 5b.2, split qkv", fn, reference, cases, hint=hint)
+
+
+def check_hub_key_to_vitlib(fn) -> bool:
+    """Exercise 5b.3: `fn(key)` renames a Hugging Face hub-file key to vitlib's."""
+    keys = [
+        "vit.embeddings.cls_token",
+        "vit.embeddings.position_embeddings",
+        "vit.embeddings.patch_embeddings.projection.weight",
+        "vit.encoder.layer.0.layernorm_before.weight",
+        "vit.encoder.layer.11.attention.output.dense.bias",
+        "vit.encoder.layer.3.intermediate.dense.weight",
+        "vit.encoder.layer.3.output.dense.bias",
+        "vit.encoder.layer.7.layernorm_after.bias",
+        "vit.layernorm.weight",
+        "classifier.bias",
+    ]
+
+    def reference(key):
+        return next(iter(hf_to_vitlib_state_dict({key: torch.zeros(1)})))
+
+    hint = "see the table at the top of the page; attention.output.dense must become attn.proj before output.dense becomes mlp.fc2"
+    return check_function(
+        "Exercise 5b.3, rename a hub key",
+        fn,
+        reference,
+        [(k,) for k in keys],
+        hint=hint,
+    )
+
 # %% ../notebooks/appendix_b_checks.ipynb #c025
-def channel_stats(fn) -> bool:
+def check_pixel_stats(fn) -> bool:
     """Exercise 6a.1: `fn(images)` returns the per-channel (mean, std) of uint8 images
     (n, c, h, w), in [0, 1] units, as two tuples."""
     title = "Exercise 6a.1, channel statistics"
     g = torch.Generator().manual_seed(0)
     for shape in [(50, 1, 8, 8), (20, 3, 5, 7)]:
         images = torch.randint(0, 256, shape, generator=g, dtype=torch.uint8)
-        x = images.transpose(0, 1).reshape(shape[1], -1).double() / 255
-        expected = torch.stack([x.mean(1), x.std(1)])
+        expected = torch.tensor(channel_stats(images), dtype=torch.float64)
         got = call(fn, images)
         try:
             got = torch.tensor([list(got[0]), list(got[1])], dtype=torch.float64)
@@ -668,7 +654,7 @@ def channel_stats(fn) -> bool:
     return verdict(f"{title} (grey and colour)", True)
 
 
-def random_flip(fn) -> bool:
+def check_flip_batch(fn) -> bool:
     """Exercise 6a.2: `fn(images)` mirrors each image of a batch left-right with
     probability 1/2, all at once (no loop over images)."""
     title = "Exercise 6a.2, random flip"
@@ -710,11 +696,9 @@ def random_flip(fn) -> bool:
     return verdict(f"{title} ({fraction:.0%} mirrored)", True)
 
 
-def random_crop(fn) -> bool:
+def check_crop_batch(fn) -> bool:
     """Exercise 6a.3: `fn(images, padding)` pads a batch with zeros and cuts each image back
     to its size at its own random offset."""
-    import torch.nn.functional as F
-
     title = "Exercise 6a.3, random crop"
     p = 2
     images = torch.randint(
@@ -758,10 +742,9 @@ def random_crop(fn) -> bool:
     return verdict(f"{title} ({len(found.unique())} different offsets)", True)
 
 # %% ../notebooks/appendix_b_checks.ipynb #c026
-def warmup_cosine(fn) -> bool:
-    """Exercise 6.1: `fn(step, warmup, total, floor)` is the learning-rate factor: (step + 1)
+def check_lr_factor(fn) -> bool:
+    """Exercise 6b.1: `fn(step, warmup, total, floor)` is the learning-rate factor: (step + 1)
     / warmup during warm-up, then a cosine from 1 down to `floor` at step `total`."""
-    from vitlib.train import WarmupCosine
 
     def reference(step, warmup, total, floor):
         return torch.tensor(
@@ -775,7 +758,7 @@ def warmup_cosine(fn) -> bool:
     cases += [(s, 5, 50, 0.1) for s in (0, 5, 27, 50)]
     hint = "after warm-up: t = (step - warmup) / (total - warmup); floor + (1 - floor) * (1 + cos(pi t)) / 2"
     return check_function(
-        "Exercise 6.1, warm-up and cosine",
+        "Exercise 6b.1, warm-up and cosine",
         answer,
         reference,
         cases,
@@ -784,13 +767,10 @@ def warmup_cosine(fn) -> bool:
     )
 
 
-def no_decay_names(fn) -> bool:
-    """Exercise 6.2: `fn(model)` returns the set of parameter names that get no weight
+def check_no_decay(fn) -> bool:
+    """Exercise 6b.2: `fn(model)` returns the set of parameter names that get no weight
     decay: biases, norm weights, the position table and the class token."""
-    from vitlib.model import create_vit
-    from vitlib.train import parameter_groups
-
-    title = "Exercise 6.2, no weight decay"
+    title = "Exercise 6b.2, no weight decay"
     model = create_vit("fashion", depth=2)
     ids = {id(p) for p in parameter_groups(model, 0.05)[1]["params"]}
     expected = {name for name, p in model.named_parameters() if id(p) in ids}
@@ -812,8 +792,8 @@ def no_decay_names(fn) -> bool:
     )
 
 
-def confusion_matrix(fn) -> bool:
-    """Exercise 6.3: `fn(predictions, labels, num_classes)` counts (true label, prediction)
+def check_confusion(fn) -> bool:
+    """Exercise 6b.3: `fn(predictions, labels, num_classes)` counts (true label, prediction)
     pairs into a (num_classes, num_classes) matrix: rows true, columns predicted."""
 
     def reference(predictions, labels, k):
@@ -831,11 +811,11 @@ def confusion_matrix(fn) -> bool:
     ]
     hint = "row = true label, column = prediction; bincount(labels * k + predictions, minlength=k * k)"
     return check_function(
-        "Exercise 6.3, confusion matrix", fn, reference, cases, atol=0, hint=hint
+        "Exercise 6b.3, confusion matrix", fn, reference, cases, atol=0, hint=hint
     )
 
 # %% ../notebooks/appendix_b_checks.ipynb #c027
-def mixup(fn) -> bool:
+def check_mix(fn) -> bool:
     """Exercise 7.1: `fn(images, targets, lam, perm)` mixes each example with example
     perm[i]: lam * x + (1 - lam) * x[perm], and the same for the one-hot targets."""
 
@@ -865,7 +845,7 @@ def mixup(fn) -> bool:
     )
 
 
-def smooth_labels(fn) -> bool:
+def check_smooth(fn) -> bool:
     """Exercise 7.2: `fn(labels, num_classes, eps)` gives label smoothing's targets, as
     PyTorch's cross_entropy(label_smoothing=eps) uses them: (1 - eps) one-hot + eps / k."""
 
@@ -883,7 +863,7 @@ def smooth_labels(fn) -> bool:
     )
 
 
-def token_cost(fn) -> bool:
+def check_cost(fn) -> bool:
     """Exercise 7.3: `fn(img_size, patch_size)` returns (tokens with the class token,
     attention scores per head and block) for square images."""
 
@@ -898,65 +878,10 @@ def token_cost(fn) -> bool:
     )
 
 # %% ../notebooks/appendix_b_checks.ipynb #c031
-def rollout_step(fn) -> bool:
-    """Exercise 8.1: `fn(attention)` turns one layer's maps (b, heads, n, n) into rollout's
-    factor: the mean over heads plus the identity, each row renormalised: (b, n, n)."""
-    from vitlib.rollout import attention_rollout
-
-    def reference(attention):
-        return attention_rollout([attention])
-
-    g = torch.Generator().manual_seed(0)
-    cases = [
-        (torch.softmax(torch.randn(b, h, n, n, generator=g), -1),)
-        for b, h, n in [(1, 1, 3), (2, 4, 5), (3, 2, 17)]
-    ]
-    # rows that do not sum to one (a max fusion, a discard step) catch a missing keepdim
-    cases.append((torch.rand(2, 3, 6, 6, generator=g),))
-    hint = "a = attention.mean(1) + torch.eye(n); a / a.sum(-1, keepdim=True): keepdim divides rows, not columns"
-    return check_function(
-        "Exercise 8.1, one step of rollout", fn, reference, cases, atol=1e-5, hint=hint
-    )
-
-
-def head_distance(fn) -> bool:
-    """Exercise 8.2: `fn(weights, patch_size)` is one head's mean attention distance in
-    pixels: weights (n, n) between the patches of a square grid, rows summing to one."""
-    from vitlib.rollout import patch_distances
-
-    def reference(weights, patch_size):
-        side = int(round(weights.shape[0] ** 0.5))
-        return (
-            (weights.double() * patch_distances((side, side), patch_size))
-            .sum(-1)
-            .mean()
-        )
-
-    def answer(weights, patch_size):
-        return torch.as_tensor(float(fn(weights, patch_size)), dtype=torch.float64)
-
-    g = torch.Generator().manual_seed(0)
-    cases = [(torch.eye(4), 7), (torch.full((9, 9), 1 / 9), 1)]
-    cases += [
-        (torch.softmax(3 * torch.randn(n, n, generator=g), -1), p)
-        for n, p in [(4, 7), (16, 7), (49, 4), (9, 16)]
-    ]
-    hint = "patch (i, j) has its centre at (i * patch_size, j * patch_size); weight each distance, sum each row, then average the rows"
-    return check_function(
-        "Exercise 8.2, mean attention distance",
-        answer,
-        reference,
-        cases,
-        atol=1e-6,
-        hint=hint,
-    )
-
-
-def resize_map(fn) -> bool:
+def check_upsample(fn) -> bool:
     """Exercise 8a.1: `fn(heat, height, width)` resizes an (h, w) float32 map to (height,
     width) bilinearly with cv2.resize."""
     import cv2
-    import numpy as np
 
     def reference(heat, height, width):
         return torch.from_numpy(
@@ -982,10 +907,9 @@ def resize_map(fn) -> bool:
     )
 
 
-def scale_map(fn) -> bool:
+def check_to_uint8(fn) -> bool:
     """Exercise 8a.2: `fn(heat)` scales a float map to uint8, its minimum to 0 and its
     maximum to 255 (truncated); a constant map gives zeros."""
-    import numpy as np
 
     def reference(heat):
         span = heat.max() - heat.min()
@@ -1020,11 +944,10 @@ def scale_map(fn) -> bool:
     )
 
 
-def blend(fn) -> bool:
+def check_blend(fn) -> bool:
     """Exercise 8a.3: `fn(colour, image, alpha)` is cv2.addWeighted(colour, alpha, image,
     1 - alpha, 0) in NumPy, for uint8 (H, W, 3) images."""
     import cv2
-    import numpy as np
 
     def reference(colour, image, alpha):
         return torch.from_numpy(
@@ -1053,11 +976,61 @@ def blend(fn) -> bool:
     )
 
 
-def discard_links(fn) -> bool:
-    """Exercise 8.3: `fn(attention, ratio)` zeroes the int((n - 1)^2 * ratio) weakest links
-    between patches in each image of a batch (b, n, n), never the class token's row or column."""
-    from vitlib.rollout import discard_weakest
+def check_rollout_step(fn) -> bool:
+    """Exercise 8b.1: `fn(attention)` turns one layer's maps (b, heads, n, n) into rollout's
+    factor: the mean over heads plus the identity, each row renormalised: (b, n, n)."""
 
+    def reference(attention):
+        return attention_rollout([attention])
+
+    g = torch.Generator().manual_seed(0)
+    cases = [
+        (torch.softmax(torch.randn(b, h, n, n, generator=g), -1),)
+        for b, h, n in [(1, 1, 3), (2, 4, 5), (3, 2, 17)]
+    ]
+    # rows that do not sum to one (a max fusion, a discard step) catch a missing keepdim
+    cases.append((torch.rand(2, 3, 6, 6, generator=g),))
+    hint = "a = attention.mean(1) + torch.eye(n); a / a.sum(-1, keepdim=True): keepdim divides rows, not columns"
+    return check_function(
+        "Exercise 8b.1, one step of rollout", fn, reference, cases, atol=1e-5, hint=hint
+    )
+
+
+def check_head_distance(fn) -> bool:
+    """Exercise 8b.2: `fn(weights, patch_size)` is one head's mean attention distance in
+    pixels: weights (n, n) between the patches of a square grid, rows summing to one."""
+
+    def reference(weights, patch_size):
+        side = int(round(weights.shape[0] ** 0.5))
+        return (
+            (weights.double() * patch_distances((side, side), patch_size))
+            .sum(-1)
+            .mean()
+        )
+
+    def answer(weights, patch_size):
+        return torch.as_tensor(float(fn(weights, patch_size)), dtype=torch.float64)
+
+    g = torch.Generator().manual_seed(0)
+    cases = [(torch.eye(4), 7), (torch.full((9, 9), 1 / 9), 1)]
+    cases += [
+        (torch.softmax(3 * torch.randn(n, n, generator=g), -1), p)
+        for n, p in [(4, 7), (16, 7), (49, 4), (9, 16)]
+    ]
+    hint = "patch (i, j) has its centre at (i * patch_size, j * patch_size); weight each distance, sum each row, then average the rows"
+    return check_function(
+        "Exercise 8b.2, mean attention distance",
+        answer,
+        reference,
+        cases,
+        atol=1e-6,
+        hint=hint,
+    )
+
+
+def check_drop_weakest(fn) -> bool:
+    """Exercise 8b.3: `fn(attention, ratio)` zeroes the int((n - 1)^2 * ratio) weakest links
+    between patches in each image of a batch (b, n, n), never the class token's row or column."""
     g = torch.Generator().manual_seed(0)
     cases = [
         (torch.rand(b, n, n, generator=g), r)
@@ -1065,7 +1038,7 @@ def discard_links(fn) -> bool:
     ]
     hint = "per image: links = attention[:, 1:, 1:].reshape(b, -1); zero the k smallest of each row (argsort, scatter)"
     return check_function(
-        "Exercise 8.3, discard the weakest links",
+        "Exercise 8b.3, discard the weakest links",
         fn,
         discard_weakest,
         cases,

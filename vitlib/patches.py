@@ -144,11 +144,9 @@ def check_images(images, in_channels: int, patch_size, img_size=None) -> tuple:
         )
     channels, height, width = images.shape[1:]
     if channels != in_channels:
-        hint = (
-            "it looks channels-last (b, h, w, c): use images.permute(0, 3, 1, 2)"
-            if images.shape[-1] == in_channels
-            else f"give {in_channels}-channel images or build the model with in_channels={channels}"
-        )
+        hint = f"give {in_channels}-channel images or build the model with in_channels={channels}"
+        if images.shape[-1] == in_channels:
+            hint = "it looks channels-last (b, h, w, c): use images.permute(0, 3, 1, 2)"
         if channels == 1 and in_channels == 3:
             hint = "repeat a grey image to 3 channels with images.expand(-1, 3, -1, -1), or build the model with in_channels=1"
         raise ValueError(
@@ -180,9 +178,8 @@ class LinearPatchEmbed(nn.Module):
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         check_images(images, self.in_channels, self.patch_size, self.img_size)
-        return self.proj(
-            patchify(images, self.patch_size)
-        )  # (b, n, c*p*p) -> (b, n, d)
+        patches = patchify(images, self.patch_size)  # (b, n, c*p*p)
+        return self.proj(patches)  # (b, n, d)
 
 # %% ../notebooks/01_patches.ipynb #c033
 class PatchEmbed(nn.Module):
@@ -227,9 +224,8 @@ def conv_to_linear(conv_embed: PatchEmbed) -> LinearPatchEmbed:
         conv_embed.proj.out_channels,
         conv_embed.img_size,
     )
+    weight = conv_embed.proj.weight.flatten(1)  # (d, c, p1, p2) -> (d, c*p1*p2)
     with torch.no_grad():
-        linear_embed.proj.weight.copy_(
-            conv_embed.proj.weight.flatten(1)
-        )  # (d, c, p1, p2) -> (d, c*p1*p2)
+        linear_embed.proj.weight.copy_(weight)
         linear_embed.proj.bias.copy_(conv_embed.proj.bias)
     return linear_embed.to(conv_embed.proj.weight.device)

@@ -2,7 +2,7 @@
 
 # %% auto #0
 __all__ = ['prepend_cls', 'pool', 'sincos_1d', 'sincos_2d', 'learned_pos_embed', 'similarity_grid', 'show_similarity_grid',
-           'resample_pos_embed']
+           'patch_grid', 'resample_pos_embed']
 
 # %% ../notebooks/02_positions.ipynb #c003
 import math
@@ -11,6 +11,8 @@ import torch
 import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
+
+from .patches import pair
 
 # %% ../notebooks/02_positions.ipynb #c017
 def prepend_cls(tokens: torch.Tensor, cls_token: torch.Tensor) -> torch.Tensor:
@@ -51,8 +53,6 @@ def sincos_1d(
 def sincos_2d(grid, dim: int, temperature: float = 10000.0) -> torch.Tensor:
     """Fixed 2D embedding for an h x w grid in raster order, (h*w, d): the first d/2 columns
     are sincos_1d of the row, the last d/2 those of the column. `grid` is h or (h, w)."""
-    from vitlib.patches import pair  # inside: nbdev rewrites top-level vitlib imports
-
     h, w = pair(grid)
     if dim % 4:
         raise ValueError(f"sincos_2d needs a width divisible by 4, got dim={dim}")
@@ -65,17 +65,16 @@ def sincos_2d(grid, dim: int, temperature: float = 10000.0) -> torch.Tensor:
 
 # %% ../notebooks/02_positions.ipynb #c029
 def learned_pos_embed(num_tokens: int, dim: int, std: float = 0.02) -> nn.Parameter:
-    """A learned position table (1, n, d), initialised from a normal truncated at two std."""
+    """A learned position table (1, n, d), initialised as timm does: trunc_normal_ with
+    std 0.02 and its default cut-offs of -2 and 2 (absolute), so in effect a normal."""
     table = torch.empty(1, num_tokens, dim)
-    nn.init.trunc_normal_(table, std=std, a=-2 * std, b=2 * std)
+    nn.init.trunc_normal_(table, std=std)
     return nn.Parameter(table)
 
 # %% ../notebooks/02_positions.ipynb #c034
 def similarity_grid(table: torch.Tensor, grid) -> torch.Tensor:
     """Cosine similarity of every position to every other, (h*w, d) -> (h, w, h, w): entry
     [r, c] is the map of position (r, c)'s similarity over the grid."""
-    from vitlib.patches import pair
-
     h, w = pair(grid)
     unit = F.normalize(table.detach().float(), dim=-1)
     return rearrange(unit @ unit.T, "(r c) (i j) -> r c i j", r=h, c=w, i=h, j=w)
@@ -95,6 +94,22 @@ def show_similarity_grid(table: torch.Tensor, grid, ax=None, title: str = ""):
     ax.set_yticks([])
     return image
 
+# %% ../notebooks/02_positions.ipynb #c038b
+def patch_grid(num_patches: int, grid=None, name: str = "grid") -> tuple:
+    """The grid (h, w) of `num_patches` patches: `grid` (a side or (h, w)) checked against
+    the count, or, without it, a square grid; a ValueError otherwise."""
+    if grid is not None:
+        h, w = pair(grid)
+        if h * w != num_patches:
+            raise ValueError(f"{name} {h}x{w} holds {h * w} patches, not {num_patches}")
+        return h, w
+    side = math.isqrt(num_patches)
+    if side * side != num_patches:
+        raise ValueError(
+            f"{num_patches} patches do not form a square grid: pass {name}=(h, w)"
+        )
+    return side, side
+
 # %% ../notebooks/02_positions.ipynb #c039
 def resample_pos_embed(
     pos_embed: torch.Tensor,
@@ -110,22 +125,9 @@ def resample_pos_embed(
     Hugging Face's `interpolate_pos_encoding` does). `new_grid` and `old_grid` are a side or
     (h, w); `old_grid` defaults to a square.
     """
-    from vitlib.patches import pair
-
     num_grid = pos_embed.shape[1] - num_prefix_tokens
-    if old_grid is None:
-        side = math.isqrt(num_grid)
-        if side * side != num_grid:
-            raise ValueError(
-                f"{num_grid} grid positions are not a square grid: pass old_grid=(h, w)"
-            )
-        old_grid = side
-    (old_h, old_w), (new_h, new_w) = pair(old_grid), pair(new_grid)
-    if old_h * old_w != num_grid:
-        raise ValueError(
-            f"the table has {num_grid} grid positions after {num_prefix_tokens} prefix tokens, "
-            f"but old_grid {old_h}x{old_w} needs {old_h * old_w}"
-        )
+    old_h, old_w = patch_grid(num_grid, old_grid, name="old_grid")
+    new_h, new_w = pair(new_grid)
     prefix, grid = pos_embed[:, :num_prefix_tokens], pos_embed[:, num_prefix_tokens:]
     # an image with d channels, (1, d, h, w), stored channels-last as in timm: on other layouts
     # PyTorch's antialiased bicubic gives wrong values for a grid with a side of 1 (torch 2.15)

@@ -7,6 +7,8 @@ __all__ = ['BUDGET', 'ABLATIONS', 'ablation_command', 'run_ablations', 'results_
 import shlex
 from pathlib import Path
 
+from .train import main
+
 # every row trains the fashion-cpu recipe with one change, on a fixed budget
 BUDGET = ["--train-subset", "15000", "--test-subset", "5000", "--epochs", "8"]
 
@@ -50,8 +52,6 @@ def run_ablations(
     """Train every row of `rows` (default ABLATIONS) through the command line's own code,
     once per distinct set of flags. Returns a list of dicts: question, setting, command,
     accuracy, seconds, parameters."""
-    from vitlib.train import main
-
     rows = ABLATIONS if rows is None else rows
     done, results = {}, []
     for question, setting, flags in rows:
