@@ -84,11 +84,10 @@ def main():
         ratios = []
         for compiled in [False] if args.no_compile else [False, True]:
             for name in ROWS:
+                # torch.compile may fail: no C++ compiler, an unsupported platform, ...
                 try:
                     ratios.append(run_row(name, device, args.rounds, compiled))
-                except (
-                    Exception
-                ) as error:  # no C++ compiler, an unsupported platform, ...
+                except Exception as error:
                     print(f"\n{name}: unavailable: {type(error).__name__}: {error}")
         print(f"\nratios on {device}: " + " ".join(f"{r:.3f}" for r in ratios))
 

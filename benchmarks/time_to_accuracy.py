@@ -1,20 +1,23 @@
-"""Time to accuracy on Fashion-MNIST: train the documented recipe for a device and report
-how many seconds of training it took to first reach the target test accuracy.
+"""Time to accuracy on Fashion-MNIST: train a documented recipe with several seeds and report,
+for each, the seconds of training it took to first reach the target test accuracy and the
+final accuracy; then the minimum and the mean over the seeds.
 
-    python benchmarks/time_to_accuracy.py --device cpu    # recipe fashion-cpu, target 90.0%
-    python benchmarks/time_to_accuracy.py --device cuda   # recipe fashion-gpu, target 93.0%
+    python benchmarks/time_to_accuracy.py --device cpu --seeds 0 1 2    # fashion-cpu, 90%
+    python benchmarks/time_to_accuracy.py --device cuda --seeds 0 1 2   # fashion-gpu, 93.0%
+    python benchmarks/time_to_accuracy.py --recipe NAME --target 0.92   # any recipe
 
-The recipes are vitlib.train.RECIPES; each is also one command line:
-    python -m vitlib.train --recipe fashion-cpu --out runs/fashion-cpu
+The recipes are vitlib.loop.RECIPES; each is also one command line:
+    python -m vitlib.train --recipe fashion-cpu --seed 3 --out runs/fashion-cpu
 
 It runs the recipe through `python -m vitlib.train`'s own code. Seconds count training steps
 only (torch.compile's compilation, inside the first epoch, included); loading the data, the
-test evaluation and the checkpoint after each epoch are not counted. The
-last line reads: seconds_to_target=S final_test_accuracy=A device=D
+test evaluation and the checkpoint after each epoch are not counted. The last line reads:
+min_final_test_accuracy=A mean_final_test_accuracy=M max_seconds=S device=D
 """
 
 import argparse
 import math
+import statistics
 import sys
 import tempfile
 
@@ -27,9 +30,41 @@ TARGETS = {"cpu": 0.90, "cuda": 0.93}
 RECIPE_FOR = {"cpu": "fashion-cpu", "cuda": "fashion-gpu"}
 
 
+def run(recipe: str, seed: int, device: str, data=None) -> dict:
+    """Train `recipe` with `seed` on `device` through the command line's code; the metrics."""
+    argv = [
+        "--recipe",
+        recipe,
+        "--seed",
+        str(seed),
+        "--device",
+        device,
+        "--no-progress",
+    ]
+    if data:
+        argv += ["--data", data]
+    if is_smoke():
+        small = ["--train-subset", "512", "--test-subset", "256", "--epochs", "1"]
+        argv += [*small, "--no-compile"]
+    with tempfile.TemporaryDirectory() as out:
+        return train_cli([*argv, "--out", out])
+
+
+def seconds_to(target: float, history: dict) -> float:
+    """Seconds of training until the test accuracy first reached `target` (inf if never)."""
+    total = 0.0
+    for seconds, accuracy in zip(history["seconds"], history["test_accuracy"]):
+        total += seconds
+        if accuracy >= target:
+            return total
+    return math.inf
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", choices=sorted(TARGETS), default="cpu")
+    parser.add_argument("--recipe", help="a recipe of vitlib.loop.RECIPES")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--target", type=float, help="test accuracy to reach (0-1)")
     parser.add_argument(
         "--data", help="dataset folder (default: VITLIB_DATA or ./data)"
@@ -38,42 +73,32 @@ def main():
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("--device cuda: no GPU here")
     target = args.target or TARGETS[args.device]
-    name = RECIPE_FOR[args.device]
+    recipe = args.recipe or RECIPE_FOR[args.device]
     print(log_header())
+    print(f"recipe {recipe}, seeds {args.seeds}, target {target:.1%}")
+    rows = []
+    for seed in args.seeds:
+        history = run(recipe, seed, args.device, args.data)["history"]
+        epochs = " ".join(f"{a:.4f}" for a in history["test_accuracy"])
+        print(f"\nseed {seed}: test accuracy per epoch: {epochs}")
+        seconds = [round(s, 1) for s in history["seconds"]]
+        print(f"seed {seed}: seconds per epoch: {seconds}")
+        rows.append((seed, seconds_to(target, history), history["test_accuracy"][-1]))
+        rows[-1] += (sum(history["seconds"]),)
+    print(f"\n{'seed':>4} {'s to target':>11} {'final acc':>9} {'training s':>10}")
+    for seed, reached, final, total in rows:
+        print(f"{seed:4d} {reached:11.1f} {final:9.4f} {total:10.1f}")
+    finals, totals = [r[2] for r in rows], [r[3] for r in rows]
     print(
-        f"recipe {name}; one line: python -m vitlib.train --recipe {name} --out runs/{name}"
+        f"min  {min(r[1] for r in rows):11.1f} {min(finals):9.4f} {min(totals):10.1f}"
     )
-
-    # the command line's own code, so the benchmark runs exactly the documented recipe
-    argv = ["--recipe", name, "--device", args.device, "--no-progress"]
-    if args.data:
-        argv += ["--data", args.data]
-    if is_smoke():
-        argv += [
-            "--train-subset",
-            "512",
-            "--test-subset",
-            "256",
-            "--epochs",
-            "1",
-            "--no-compile",
-        ]
-    with tempfile.TemporaryDirectory() as out:
-        history = train_cli([*argv, "--out", out])["history"]
-
-    print(f"\n{'epoch':>5} {'train s':>8} {'total s':>8} {'test acc':>9}")
-    total, reached = 0.0, math.inf
-    for epoch, seconds, accuracy in zip(
-        history["epoch"], history["seconds"], history["test_accuracy"]
-    ):
-        total += seconds
-        if accuracy >= target and reached == math.inf:
-            reached = total
-        print(f"{epoch:5d} {seconds:8.1f} {total:8.1f} {accuracy:9.4f}")
-    final = history["test_accuracy"][-1]
-    print(f"target {target:.3f}: {'reached' if reached < math.inf else 'NOT reached'}")
     print(
-        f"seconds_to_target={reached:.1f} final_test_accuracy={final:.4f} "
+        f"mean {'':11s} {statistics.mean(finals):9.4f} {statistics.mean(totals):10.1f}"
+    )
+    print(
+        f"min_final_test_accuracy={min(finals):.4f} "
+        f"mean_final_test_accuracy={statistics.mean(finals):.4f} "
+        f"max_seconds={max(totals):.1f} "
         f"device={args.device}:{hardware(args.device).split(',')[0]}"
     )
 

@@ -84,6 +84,13 @@ def test_small_presets_run_on_their_images():
         (dict(pos="rope"), "pos must be"),
         (dict(pos="sincos", dim=66, heads=1), "divisible by 4"),
         (dict(dropout=1.0), "dropout must be"),
+        (dict(depth=-1), "depth must be at least 1, got -1"),
+        (dict(dim=0, heads=1), "dim must be at least 1, got 0"),
+        (dict(heads=0), "heads must be at least 1, got 0"),
+        (dict(mlp_dim=0), "mlp_dim must be at least 1, got 0"),
+        (dict(patch_size=0), "patch_size must be at least 1, got 0"),
+        (dict(patch_size=(16, 0)), "patch_size must be at least 1"),
+        (dict(num_classes=-1), "num_classes must be at least 0, got -1"),
     ],
 )
 def test_config_rejects_bad_values(bad, message):

@@ -1,31 +1,37 @@
-"""vitlib.train: the schedule, the parameter groups, exact repeats and resumes, checkpoints
-that never unpickle, the command line and a two-process torchrun run on the CPU."""
+"""vitlib.train (page 6c): exact repeats and resumes, checkpoints that survive a crash and never
+unpickle, clear errors (junk files, other configs, divergence), the precision per GPU, the
+command line, and a two-process torchrun run on the CPU."""
 
 import json
 import os
 import pickle
+import signal
 import subprocess
 import sys
+import textwrap
 from dataclasses import asdict
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import torch
+from test_loop import random_data
 
 from vitlib import train as vt
 from vitlib.data import fashion_mnist
+from vitlib.loop import TrainConfig, evaluate
 from vitlib.model import create_vit
 from vitlib.train import (
-    RECIPES,
-    TrainConfig,
-    WarmupCosine,
-    evaluate,
+    Diverged,
+    checkpoints,
+    first_non_finite,
     load_checkpoint,
     main,
-    parameter_groups,
+    precision,
     save_checkpoint,
     train,
 )
+from vitlib.utils import amp_dtype, grad_scaler
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMING = ("seconds", "images_per_second")
@@ -33,7 +39,7 @@ TIMING = ("seconds", "images_per_second")
 
 @pytest.fixture(scope="module")
 def small():
-    return fashion_mnist(ROOT / "data").subset(512, 256)
+    return random_data(320)
 
 
 def _model(**changes):
@@ -62,42 +68,6 @@ def _without_timing(history):
     return {k: v for k, v in history.items() if k not in TIMING}
 
 
-def test_warmup_then_cosine():
-    f = WarmupCosine(warmup=10, total=110, floor=0.1)
-    assert f(0) == pytest.approx(0.1) and f(9) == pytest.approx(1.0)
-    assert f(10) == pytest.approx(1.0) and f(60) == pytest.approx(0.55)
-    assert f(110) == pytest.approx(0.1) and f(500) == pytest.approx(0.1)
-    after = [f(s) for s in range(10, 111)]
-    assert all(a >= b for a, b in zip(after, after[1:]))
-    assert WarmupCosine(0, 10)(0) == pytest.approx(1.0)
-
-
-def test_no_weight_decay_on_norms_biases_positions_and_cls():
-    model = create_vit("fashion", depth=2)
-    decay, no_decay = parameter_groups(model, 0.05)
-    assert decay["weight_decay"] == 0.05 and no_decay["weight_decay"] == 0.0
-    names = {id(p): n for n, p in model.named_parameters()}
-    skipped = {names[id(p)] for p in no_decay["params"]}
-    decayed = {names[id(p)] for p in decay["params"]}
-    assert {
-        "pos_embed",
-        "cls_token",
-        "norm.weight",
-        "norm.bias",
-        "head.bias",
-    } <= skipped
-    assert all(
-        n.endswith("bias") or "norm" in n or n in ("pos_embed", "cls_token")
-        for n in skipped
-    )
-    assert decayed == {n for n, p in model.named_parameters() if p.ndim >= 2} - {
-        "pos_embed",
-        "cls_token",
-    }
-    assert len(skipped) + len(decayed) == len(list(model.parameters()))
-
-
-@pytest.mark.fashion_mnist
 def test_seeded_runs_repeat_exactly(small):
     runs = []
     for _ in range(2):
@@ -109,7 +79,6 @@ def test_seeded_runs_repeat_exactly(small):
     assert len(runs[0][1]["epoch"]) == 3 and set(runs[0][1]) == set(vt.HISTORY_KEYS)
 
 
-@pytest.mark.fashion_mnist
 @pytest.mark.parametrize("stop", [1, 2])
 def test_resume_continues_exactly(small, tmp_path, stop):
     torch.manual_seed(0)
@@ -129,37 +98,34 @@ def test_resume_continues_exactly(small, tmp_path, stop):
     assert _without_timing(history) == _without_timing(resumed_history)
 
 
-@pytest.mark.fashion_mnist
-def test_checkpoint_round_trip_and_metadata(small, tmp_path):
+def test_a_checkpoint_is_a_folder_of_safetensors(small, tmp_path):
     torch.manual_seed(0)
     model = _model(pos="sincos")
-    train(
-        model, small, TrainConfig(epochs=1, batch_size=64), out=tmp_path, progress=False
-    )
-    assert sorted(os.listdir(tmp_path)) == [
+    config = TrainConfig(epochs=2, batch_size=64)
+    train(model, small, config, out=tmp_path, progress=False)
+    assert sorted(os.listdir(tmp_path)) == ["epoch-0002"]  # only the newest is kept
+    folder = tmp_path / "epoch-0002"
+    assert sorted(os.listdir(folder)) == [
         "model.safetensors",
         "train_state.safetensors",
     ]
     restored, info = load_checkpoint(tmp_path)  # builds the model from the metadata
-    assert info["epoch"] == 1 and info["model_config"] == asdict(model.config)
-    assert info["train_config"]["batch_size"] == 64
+    assert info["epoch"] == 2 and info["model_config"] == asdict(model.config)
+    assert info["train_config"]["batch_size"] == 64 and info["folder"] == folder
     assert _same_weights(model.cpu(), restored)
     assert evaluate(restored, small) == evaluate(model, small)
+    for path in (folder, folder / "model.safetensors"):  # other ways to name it
+        assert _same_weights(load_checkpoint(path)[0], restored)
     # a safetensors file: an 8-byte header length, then JSON, then raw tensor bytes
-    raw = (tmp_path / "model.safetensors").read_bytes()
-    header = int.from_bytes(raw[:8], "little")
-    assert (
-        json.loads(raw[8 : 8 + header])["__metadata__"]["format"]
-        == "vitlib-checkpoint-1"
-    )
+    raw = (folder / "model.safetensors").read_bytes()
+    header = json.loads(raw[8 : 8 + int.from_bytes(raw[:8], "little")])
+    assert header["__metadata__"]["format"] == "vitlib-checkpoint-1"
 
 
-@pytest.mark.fashion_mnist
 def test_loading_never_unpickles(small, tmp_path, monkeypatch):
     torch.manual_seed(0)
-    model = _model()
     config = TrainConfig(epochs=2, batch_size=64)
-    train(model, small, config, out=tmp_path, stop_after=1, progress=False)
+    train(_model(), small, config, out=tmp_path, stop_after=1, progress=False)
 
     def refuse(*args, **kwargs):
         raise AssertionError("something was unpickled")
@@ -172,7 +138,26 @@ def test_loading_never_unpickles(small, tmp_path, monkeypatch):
     assert history["epoch"] == [1, 2]
 
 
-@pytest.mark.fashion_mnist
+@pytest.mark.parametrize(
+    "content", [b"", os.urandom(64), pickle.dumps({"weights": [1, 2]}), b"\xff" * 8]
+)
+def test_a_file_that_is_no_checkpoint_says_so(tmp_path, content):
+    junk = tmp_path / "model.safetensors"
+    junk.write_bytes(content)
+    with pytest.raises(ValueError, match="is not a vitlib checkpoint"):
+        load_checkpoint(junk)
+
+
+def test_a_safetensors_file_of_another_kind_says_so(tmp_path):
+    from safetensors.torch import save_file
+
+    save_file({"x": torch.zeros(2)}, str(tmp_path / "other.safetensors"))
+    with pytest.raises(ValueError, match="not a vitlib checkpoint .no vitlib metadata"):
+        load_checkpoint(tmp_path / "other.safetensors")
+    with pytest.raises(FileNotFoundError, match="no checkpoint at"):
+        load_checkpoint(tmp_path / "missing")
+
+
 def test_another_configuration_is_refused_clearly(small, tmp_path):
     torch.manual_seed(0)
     config = TrainConfig(epochs=2, batch_size=64)
@@ -181,39 +166,132 @@ def test_another_configuration_is_refused_clearly(small, tmp_path):
         ValueError, match=r"another configuration.*depth: 2 there, 3 here"
     ):
         load_checkpoint(tmp_path, _model(depth=3))
+    other = TrainConfig(epochs=2, batch_size=64, lr=2e-3)
     with pytest.raises(
-        ValueError, match=r"another TrainConfig.*lr: 0.001 there, 0.002 here"
+        ValueError, match=r"another TrainConfig.*lr: 0.001 there, 0.002"
     ):
-        train(
-            _model(),
-            small,
-            TrainConfig(epochs=2, batch_size=64, lr=2e-3),
-            out=tmp_path,
-            resume=True,
-            progress=False,
-        )
+        train(_model(), small, other, out=tmp_path, resume=True, progress=False)
     with pytest.raises(ValueError, match="another configuration"):
         train(_model(dim=32), small, config, out=tmp_path, resume=True, progress=False)
-    with pytest.raises(FileNotFoundError):
-        load_checkpoint(tmp_path / "missing")
 
 
-@pytest.mark.fashion_mnist
-def test_checkpoints_are_written_atomically(small, tmp_path, monkeypatch):
+def test_a_loss_that_diverges_stops_the_run_and_keeps_the_good_checkpoint(
+    small, tmp_path
+):
     torch.manual_seed(0)
+    config = TrainConfig(epochs=3, batch_size=64, lr=1e-3)
+    train(_model(), small, config, out=tmp_path, stop_after=1, progress=False)
+    before = (tmp_path / "epoch-0001" / "model.safetensors").read_bytes()
     model = _model()
-    save_checkpoint(tmp_path, model, epoch=1)
-    before = (tmp_path / "model.safetensors").read_bytes()
+    with torch.no_grad():  # a poisoned weight: the next forward pass gives nan
+        model.head.weight[0, 0] = float("nan")
+    with pytest.raises(Diverged) as error:
+        train(model, small, config, out=tmp_path, resume=False, progress=False)
+    message = str(error.value)
+    # the rate of that step: the first of a 5-step warm-up to 1e-3
+    assert "at epoch 1, step 1 (learning rate 0.0002)" in message and "--lr" in message
+    assert checkpoints(tmp_path) == [tmp_path / "epoch-0001"]
+    assert (tmp_path / "epoch-0001" / "model.safetensors").read_bytes() == before
 
-    def crash(tensors, filename, metadata=None):
-        Path(filename).write_bytes(b"half a file")
-        raise KeyboardInterrupt("killed while writing")
 
-    monkeypatch.setattr(vt, "save_file", crash)
-    with pytest.raises(KeyboardInterrupt):
-        save_checkpoint(tmp_path, _model(depth=1), epoch=2)
-    assert (tmp_path / "model.safetensors").read_bytes() == before
-    assert load_checkpoint(tmp_path)[1]["epoch"] == 1
+def test_first_non_finite():
+    nan, inf = float("nan"), float("inf")
+    assert first_non_finite(torch.tensor([1.0, nan, inf])) == 1
+    assert first_non_finite(torch.tensor([1.0, 2.0, -inf])) == 2
+    assert first_non_finite(torch.ones(4)) == -1
+
+
+@pytest.mark.parametrize(
+    "capability, dtype, words",
+    [
+        ((7, 5), torch.float16, "float16 autocast with a gradient scaler"),  # a T4
+        ((8, 0), torch.bfloat16, "bfloat16 autocast"),  # an A100
+        ((9, 0), torch.bfloat16, "bfloat16 autocast"),  # an H100
+    ],
+)
+def test_the_precision_follows_the_gpu(capability, dtype, words):
+    with mock.patch("torch.cuda.get_device_capability", return_value=capability):
+        assert amp_dtype("cuda") == dtype and precision("cuda") == words
+    assert amp_dtype("cpu") is None and precision("cpu") == "float32"
+    assert not grad_scaler("cpu").is_enabled()
+
+
+def test_saving_cleans_what_a_crash_left(tmp_path):
+    model = _model()
+    (tmp_path / "epoch-0003.partial").mkdir(parents=True)
+    (tmp_path / "epoch-0001.old").mkdir()
+    save_checkpoint(tmp_path, model, epoch=2)
+    assert sorted(os.listdir(tmp_path)) == ["epoch-0002"]
+
+
+def test_a_shorter_run_replaces_a_longer_one_in_the_same_folder(tmp_path):
+    save_checkpoint(tmp_path, _model(), epoch=36)  # an earlier, longer run
+    save_checkpoint(tmp_path, _model(), epoch=24)
+    assert sorted(os.listdir(tmp_path)) == ["epoch-0024"]
+    assert load_checkpoint(tmp_path)[1]["epoch"] == 24
+
+
+def test_a_run_folder_loads_its_newest_checkpoint_before_a_loose_file(tmp_path):
+    save_checkpoint(tmp_path / "old", _model(), epoch=36)
+    loose = tmp_path / "old" / "epoch-0036" / "model.safetensors"
+    os.replace(loose, tmp_path / "model.safetensors")  # a file beside the checkpoints
+    save_checkpoint(tmp_path, _model(), epoch=24)
+    assert load_checkpoint(tmp_path)[1]["epoch"] == 24
+
+
+# A run in a subprocess, killed (SIGKILL, nothing flushed) while it saves the checkpoint of
+# epoch 2: inside the first file, inside the second, or after the rename, while deleting.
+CRASH = textwrap.dedent(
+    """
+    import os, shutil, signal, sys, torch
+    sys.path.insert(0, "tests")
+    from test_loop import random_data
+    from test_train import CONFIG, _model
+    from vitlib import train as vt
+
+    where, out = sys.argv[1], sys.argv[2]
+    calls = {"n": 0}
+
+    def kill(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    save_file, rmtree = vt.save_file, shutil.rmtree
+
+    def save_and_die(tensors, filename, metadata=None):
+        calls["n"] += 1
+        if calls["n"] == {"model": 3, "state": 4}.get(where):  # epoch 2's files
+            open(filename, "wb").write(b"half a file")
+            kill()
+        save_file(tensors, filename, metadata=metadata)
+
+    def rmtree_and_die(path, *args, **kwargs):
+        if where == "delete" and str(path).endswith("epoch-0001.old"):
+            kill()
+        rmtree(path, *args, **kwargs)
+
+    vt.save_file, vt.shutil.rmtree = save_and_die, rmtree_and_die
+    torch.manual_seed(0)
+    vt.train(_model(), random_data(320), CONFIG, out=out, progress=False)
+    """
+)
+
+
+@pytest.mark.parametrize("where", ["model", "state", "delete"])
+def test_a_run_killed_while_saving_resumes_to_the_same_weights(small, tmp_path, where):
+    out = tmp_path / "run"
+    killed = subprocess.run(
+        [sys.executable, "-c", CRASH, where, str(out)], cwd=ROOT, capture_output=True
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()[-2000:]
+    left = sorted(os.listdir(out))
+    assert [n for n in left if not n.endswith((".partial", ".old"))], left
+    torch.manual_seed(1234)  # everything must come from the checkpoint
+    resumed = _model()
+    train(resumed, small, CONFIG, out=out, resume=True, progress=False)
+    torch.manual_seed(0)
+    unbroken = _model()
+    train(unbroken, small, CONFIG, progress=False)
+    assert _same_weights(unbroken, resumed)
 
 
 def _cli(args, **env):
@@ -270,38 +348,22 @@ def test_cli_writes_metrics_and_checkpoint_and_resumes(tmp_path):
     assert resumed.returncode == 0, resumed.stderr
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["epochs_done"] == 2 and metrics["history"]["epoch"] == [1, 2]
-    assert {"final_test_accuracy", "training_seconds", "device", "history"} <= set(
-        metrics
-    )
-    assert metrics["device"].startswith("CPU")
+    keys = {"final_test_accuracy", "training_seconds", "device", "history", "command"}
+    assert keys <= set(metrics) and metrics["device"].startswith("CPU")
     model, info = load_checkpoint(out)
     assert info["epoch"] == 2
     data = fashion_mnist(ROOT / "data").subset(512, 256)
-    assert evaluate(model, data)["accuracy"] == pytest.approx(
-        metrics["final_test_accuracy"]
-    )
+    accuracy = evaluate(model, data)["accuracy"]
+    assert accuracy == pytest.approx(metrics["final_test_accuracy"])
 
 
 @pytest.mark.fashion_mnist
 def test_torchrun_two_processes_on_cpu(tmp_path):
     out = tmp_path / "ddp"
+    run = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
     result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            "--nproc_per_node=2",
-            "-m",
-            "vitlib.train",
-            *TINY,
-            "--epochs",
-            "1",
-            "--device",
-            "cpu",
-            "--out",
-            str(out),
-        ],
+        [*run, "--nproc_per_node=2", "-m", "vitlib.train", *TINY, "--epochs", "1"]
+        + ["--device", "cpu", "--out", str(out)],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -315,17 +377,5 @@ def test_torchrun_two_processes_on_cpu(tmp_path):
     # the test accuracy was summed over both ranks' halves: it equals one process on all of it
     model, _ = load_checkpoint(out)
     data = fashion_mnist(ROOT / "data").subset(512, 256)
-    assert evaluate(model, data)["accuracy"] == pytest.approx(
-        metrics["final_test_accuracy"]
-    )
-
-
-def test_recipes_build():
-    for name, recipe in RECIPES.items():
-        model = create_vit(
-            recipe.preset,
-            **recipe.model,
-            img_size=28 if "fashion" in name else 32,
-            in_channels=1 if "fashion" in name else 3,
-        )
-        assert model.config.num_classes == 10 and recipe.train.epochs > 0
+    accuracy = evaluate(model, data)["accuracy"]
+    assert accuracy == pytest.approx(metrics["final_test_accuracy"])

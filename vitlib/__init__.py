@@ -3,8 +3,8 @@
 Every module except this file is generated from the book's notebooks (`make export`);
 edit the notebook, never the module.
 
-Three modules are imported on demand, not here: `vitlib.train` (the training loop,
-checkpoints and the command line `python -m vitlib.train`), and `vitlib.ablations` and
+Three modules are imported on demand, not here: `vitlib.train` (the training run with its
+checkpoints, and the command line `python -m vitlib.train`), and `vitlib.ablations` and
 `vitlib.checks`, which use it. Importing the training module with the package would make
 `python -m vitlib.train` warn that the module was imported twice. Write
 `from vitlib.train import train` or `from vitlib import checks`.
@@ -16,6 +16,7 @@ from . import (
     attention,
     block,
     data,
+    loop,
     model,
     patches,
     positions,
@@ -50,6 +51,7 @@ __all__ = [
     "attention",
     "block",
     "data",
+    "loop",
     "model",
     "patches",
     "positions",

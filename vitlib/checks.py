@@ -8,12 +8,14 @@ __all__ = ['TOKEN_COUNTS', 'CheckFailed', 'strict', 'describe', 'verdict', 'comp
            'check_gelu_tanh', 'check_layer_norm', 'check_drop_path_by_hand', 'check_block_parameters',
            'check_vit_parameters', 'check_mean_pool_head', 'check_small_fashion_config', 'check_fuse_qkv',
            'check_split_qkv', 'check_hub_key_to_vitlib', 'check_pixel_stats', 'check_flip_batch', 'check_crop_batch',
-           'check_lr_factor', 'check_no_decay', 'check_confusion', 'check_mix', 'check_smooth', 'check_cost',
-           'check_upsample', 'check_to_uint8', 'check_blend', 'check_rollout_step', 'check_head_distance',
-           'check_drop_weakest']
+           'check_lr_factor', 'check_no_decay', 'check_confusion', 'check_newest', 'check_first_bad',
+           'check_estimate_minutes', 'check_mix', 'check_smooth', 'check_cost', 'check_upsample', 'check_to_uint8',
+           'check_blend', 'check_rollout_step', 'check_head_distance', 'check_drop_weakest']
 
 # %% ../notebooks/appendix_b_checks.ipynb #c004
+import tempfile
 from dataclasses import asdict, is_dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -29,7 +31,8 @@ from .patches import PatchEmbed, patchify
 from .positions import learned_pos_embed, prepend_cls, sincos_1d, sincos_2d
 from .pretrained import hf_to_vitlib_state_dict
 from .rollout import attention_rollout, discard_weakest, patch_distances
-from .train import WarmupCosine, parameter_groups
+from .loop import WarmupCosine, parameter_groups
+from .train import checkpoints, first_non_finite
 from .utils import env_flag
 
 
@@ -812,6 +815,77 @@ def check_confusion(fn) -> bool:
     hint = "row = true label, column = prediction; bincount(labels * k + predictions, minlength=k * k)"
     return check_function(
         "Exercise 6b.3, confusion matrix", fn, reference, cases, atol=0, hint=hint
+    )
+
+# %% ../notebooks/appendix_b_checks.ipynb #c026a
+def check_newest(fn) -> bool:
+    """Exercise 6c.1: `fn(names)` is the newest complete checkpoint among folder names: an
+    `epoch-NNNN` without a suffix; None when there is none."""
+
+    def reference(names):  # vitlib.train.checkpoints on real folders of those names
+        with tempfile.TemporaryDirectory() as tmp:
+            for name in names:
+                Path(tmp, name).mkdir()
+            found = checkpoints(tmp)
+            return found[-1].name if found else None
+
+    cases = [
+        (["epoch-0003", "epoch-0004.partial", "epoch-0002.old", "epoch-0001"],),
+        (["epoch-0010", "epoch-0009"],),
+        (["epoch-0001.partial"],),
+        ([],),
+        (["epoch-0120.old", "epoch-0119"],),
+    ]
+    hint = "keep the names that are epoch- and four digits, nothing after; the largest wins"
+    return check_function(
+        "Exercise 6c.1, the newest checkpoint", fn, reference, cases, hint=hint
+    )
+
+
+def check_first_bad(fn) -> bool:
+    """Exercise 6c.2: `fn(losses)` is the index of the first value of a 1-D tensor that is
+    not finite, or -1."""
+    nan, inf = float("nan"), float("inf")
+    long = torch.rand(1000, generator=torch.Generator().manual_seed(0))
+    long[[700, 905]] = torch.tensor([inf, nan])
+    cases = [
+        (torch.tensor([1.0, 2.0, nan, inf]),),
+        (torch.ones(5),),
+        (torch.tensor([-inf]),),
+        (long,),
+    ]
+    hint = "~torch.isfinite(losses) marks nan and both infinities; nonzero() finds them"
+    return check_function(
+        "Exercise 6c.2, the first bad loss", fn, first_non_finite, cases, hint=hint
+    )
+
+
+def check_estimate_minutes(fn) -> bool:
+    """Exercise 6c.3: `fn(flops_per_image, images_per_epoch, epochs, peak_tflops, share)`
+    is the minutes a run takes at `share` of a GPU's peak."""
+
+    def reference(flops, images, epochs, peak, share):
+        seconds = flops * images * epochs / (peak * 1e12 * share)
+        return torch.tensor(seconds / 60, dtype=torch.float64)
+
+    def answer(*args):
+        return torch.tensor(float(fn(*args)), dtype=torch.float64)
+
+    cases = [
+        (2.1e9, 60_000, 110, 65, 0.5),
+        (6e6, 60_000, 36, 8.1, 0.25),
+        (1e9, 1, 1, 1, 1),
+    ]
+    hint = (
+        "total FLOP = per image x images x epochs; FLOP/s = peak x 1e12 x share; / 60"
+    )
+    return check_function(
+        "Exercise 6c.3, minutes from FLOPs",
+        answer,
+        reference,
+        cases,
+        atol=1e-6,
+        hint=hint,
     )
 
 # %% ../notebooks/appendix_b_checks.ipynb #c027

@@ -2,7 +2,7 @@
 
 # %% auto #0
 __all__ = ['env_flag', 'is_smoke', 'pick', 'hardware', 'log_header', 'measure', 'Timing', 'compare_times', 'timing_table',
-           'autocast', 'training_step']
+           'amp_dtype', 'autocast', 'grad_scaler', 'training_step']
 
 # %% ../notebooks/appendix_a_utils.ipynb #c004
 import contextlib
@@ -56,7 +56,10 @@ def hardware(device=None) -> str:
 def log_header(argv=None) -> str:
     """A log's first line: the command (`python` and `argv`, default sys.argv), the date, and
     the hardware: the CPU, and the GPU when there is one."""
-    command = shlex.join(["python", *(sys.argv if argv is None else argv)])
+    argv = list(sys.argv if argv is None else argv)
+    if argv and os.path.isabs(argv[0]):  # the script as typed in the repository
+        argv[0] = os.path.relpath(argv[0])
+    command = shlex.join(["python", *argv])
     machines = [hardware("cpu")]
     if torch.cuda.is_available():
         machines.append(hardware("cuda"))
@@ -155,12 +158,31 @@ def timing_table(
     return "\n".join(lines)
 
 # %% ../notebooks/appendix_a_utils.ipynb #c017
+def amp_dtype(device):
+    """The 16-bit format for mixed precision on `device`: bfloat16 on a CUDA GPU of compute
+    capability 8.0 or newer, float16 on an older one, None (float32) on a CPU."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        return None
+    major, _ = torch.cuda.get_device_capability(device)
+    return torch.bfloat16 if major >= 8 else torch.float16
+
+
 def autocast(device):
-    """The mixed-precision context for `device`: bf16 autocast on a CUDA GPU; on a CPU none
-    (float32)."""
-    if torch.device(device).type == "cuda":
-        return torch.autocast("cuda", dtype=torch.bfloat16)
-    return contextlib.nullcontext()
+    """The mixed-precision context for `device`: autocast to amp_dtype(device); on a CPU
+    none (float32)."""
+    dtype = amp_dtype(device)
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast("cuda", dtype=dtype)
+
+
+def grad_scaler(device):
+    """A torch.amp.GradScaler for training on `device`, switched on only for float16: off,
+    its calls do what loss.backward() and optimizer.step() do."""
+    device = torch.device(device)
+    on = amp_dtype(device) == torch.float16
+    return torch.amp.GradScaler(device.type, enabled=on)
 
 
 def training_step(model, inputs: torch.Tensor):
