@@ -74,7 +74,7 @@ def run_ablations(
         )
     return results
 
-
+# %% ../notebooks/07_recipes_cifar10.ipynb #c006b
 def results_table(results: list) -> str:
     """The results as a Markdown table."""
     lines = [

@@ -134,10 +134,7 @@ class MultiHeadFused(nn.Module):
 class MultiHeadAttention(nn.Module):
     """Multi-head self-attention, (b, n, d) -> (b, n, d): a fused qkv Linear (timm's layout)
     and F.scaled_dot_product_attention, with dropout on the weights and the output.
-
-    `attention_maps(x)` returns the weights (b, heads, n, n) that forward uses, computed
-    explicitly as softmax(q k^T / sqrt(head_dim)); rows sum to one (before dropout).
-    """
+    `attention_maps(x)`: forward's weights (b, heads, n, n), as softmax(q k^T / sqrt(d/h))."""
 
     def __init__(
         self,
