@@ -9,12 +9,16 @@ DATA     ?= data
 JS       := book/js
 NB       ?= $(sort $(wildcard notebooks/*.ipynb))
 
-.PHONY: help install export data execute js book student test lint clean
+EDITION  ?= book
+SUBMISSIONS ?= submissions
+
+.PHONY: help install export data execute js book student assignments grade test lint clean
 
 help:
-	@echo "make book   build the site into _build/html (sets up .venv first)"
+	@echo "make book   build the site into _build/html (sets up .venv first); EDITION=student: without solutions, into _build/student-site"
 	@echo "make test   run every test: units, notebooks (nbval), export sync, the site in a browser"
 	@echo "steps:      install, export, data, execute [NB=notebooks/01_patches.ipynb], js, student, lint, clean"
+	@echo "coursework: student, assignments, grade SUBMISSIONS=DIR (see book/instructors.md)"
 
 # --- set-up: a virtual environment with everything in requirements.txt, vitlib editable ---
 install: $(STAMP)
@@ -55,13 +59,31 @@ $(JS)/dist/embed-amd.js: $(JS)/package.json $(JS)/package-lock.json
 
 # --- the site: Jupyter Book 1, stored outputs, warnings are errors ---
 # (_build/html is removed first: when no page changed, Sphinx would not copy a changed _static file)
+# EDITION=student builds a course site without solution bodies (book/sphinx_ext/clean_cells.py)
 book: export js
+ifeq ($(EDITION),student)
+	rm -rf _build/student-site
+	VITLIB_EDITION=student $(BIN)/jupyter-book build . --path-output _build/student-site --warningiserror --keep-going
+else
 	rm -rf _build/html
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
+endif
 
-# --- the student edition: solutions removed, outputs cleared, into _build/student ---
+# --- coursework (scripts/coursework.py): nbgrader metadata from each exercise's prompt, then the
+# student edition (solutions removed, outputs cleared) into student/, committed: Colab opens it;
+# and the instructors' table of pages (book/coursework_table.md) ---
 student: $(STAMP)
-	$(BIN)/python scripts/student_edition.py --out _build/student
+	$(BIN)/python scripts/coursework.py annotate
+	$(BIN)/python scripts/student_edition.py --out student
+	$(BIN)/python scripts/coursework.py guide
+
+# nbgrader's release notebooks, one assignment per chapter page, into _build/assignments
+assignments: $(STAMP)
+	$(BIN)/python scripts/coursework.py assignments --out _build/assignments
+
+# grade $(SUBMISSIONS)/<student>/<notebook>.ipynb: _build/grades/grades.csv and feedback/
+grade: export data
+	$(BIN)/python scripts/coursework.py grade $(SUBMISSIONS) --out _build/grades
 
 # --- every test; the browser test reads the site that `book` just built. Without Fashion-MNIST
 # (offline and no Debian copy) the tests that need it skip, saying why; under CI=true they fail ---

@@ -7,6 +7,9 @@ fix: nbclient sometimes waits forever for the reply to a cell that shows ipywidg
 kernel is idle, the reply has arrived, nobody wakes up: jupyter/nbclient#312,
 jupyter/nbconvert#2029). Here the wait for a reply is a loop of one-second polls, and each
 poll looks at the socket again, so a reply that has arrived is always found.
+
+The notebook's metadata keeps how long the run took and on what (`vitlib.run`): the
+instructors' guide quotes it as the time a chapter takes to run.
 """
 
 import argparse
@@ -17,6 +20,8 @@ from queue import Empty
 
 import nbformat
 from nbclient import NotebookClient
+
+from vitlib.utils import hardware
 
 POLL_SECONDS = 1.0
 
@@ -66,8 +71,10 @@ def main():
             record_timing=False,
             resources={"metadata": {"path": str(path.parent)}},
         ).execute()
+        seconds = time.perf_counter() - start
+        nb.metadata["vitlib"] = {"run": {"seconds": round(seconds), "on": hardware()}}
         nbformat.write(nb, path)
-        print(f"  done in {time.perf_counter() - start:.0f} s", flush=True)
+        print(f"  done in {seconds:.0f} s", flush=True)
 
 
 if __name__ == "__main__":

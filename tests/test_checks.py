@@ -5,7 +5,13 @@ import torch
 import torch.nn.functional as F
 
 from vitlib import checks
-from vitlib.patches import patchify
+
+
+def patchify(images, p):
+    """Exercise 1.1's answer, written without the library (the check forbids vitlib's)."""
+    b, c, height, width = images.shape
+    x = images.reshape(b, c, height // p, p, width // p, p).permute(0, 2, 4, 1, 3, 5)
+    return x.reshape(b, -1, c * p * p)
 
 
 @pytest.fixture
