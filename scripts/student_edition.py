@@ -1,13 +1,17 @@
 """Write the student edition of the book's notebooks: solutions removed, outputs cleared.
 
-    python scripts/student_edition.py [--out _build/student] [NOTEBOOK ...]
+    python scripts/student_edition.py [--out student] [NOTEBOOK ...]
+
+The edition is committed in `student/` (`make student`), so that each chapter page can open
+its exercises in Colab; a test keeps it in sync with `notebooks/`.
 
 The lines between `### BEGIN SOLUTION` and `### END SOLUTION` become, at the same indentation,
 
     # YOUR CODE HERE
     raise NotImplementedError()
 
-(nbgrader's convention), so an unanswered exercise's check says "nothing yet". Every output,
+(nbgrader's convention), so an unanswered exercise's check says "nothing yet". A written
+answer's cell (a "Model answer" admonition) becomes "YOUR ANSWER HERE". Every output,
 execution count and saved widget state is removed; everything else is kept as it is.
 """
 
@@ -18,6 +22,7 @@ from pathlib import Path
 import nbformat
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+MODEL_ANSWER = "```{admonition} Model answer"
 
 
 def strip_solutions(source: str) -> str:
@@ -45,6 +50,10 @@ def strip_solutions(source: str) -> str:
 def student_notebook(path: Path) -> nbformat.NotebookNode:
     notebook = nbformat.read(path, as_version=4)
     for cell in notebook.cells:
+        if cell.cell_type == "markdown" and cell.source.lstrip().startswith(
+            MODEL_ANSWER
+        ):
+            cell.source = "YOUR ANSWER HERE"
         if cell.cell_type == "code":
             cell.source = strip_solutions(cell.source)
             cell.outputs, cell.execution_count = [], None
@@ -57,12 +66,13 @@ def main():
         description="Write the student edition of the notebooks."
     )
     parser.add_argument("notebooks", nargs="*", type=Path)
-    parser.add_argument("--out", type=Path, default=Path("_build/student"))
+    parser.add_argument("--out", type=Path, default=Path("student"))
     args = parser.parse_args()
-    paths = args.notebooks or sorted(Path("notebooks").glob("[0-9][0-9]_*.ipynb"))
+    paths = args.notebooks or sorted(Path("notebooks").glob("[0-9][0-9]*_*.ipynb"))
     args.out.mkdir(parents=True, exist_ok=True)
     for path in paths:
-        nbformat.write(student_notebook(path), args.out / path.name)
+        text = nbformat.writes(student_notebook(path))
+        (args.out / path.name).write_text(text if text.endswith("\n") else text + "\n")
         print(f"{args.out / path.name}")
 
 

@@ -19,3 +19,31 @@ def test_directive_lines_are_dropped_and_code_is_kept():
     assert clean_cells.strip_directives("#| export\n\nimport torch") == "import torch"
     assert clean_cells.strip_directives("#| default_exp patches") == ""
     assert clean_cells.strip_directives("x = 1\n    #| hide") == "x = 1"
+
+
+def test_solutions_lose_their_markers_or_their_bodies_for_students():
+    code = "def f(x):\n    ### BEGIN SOLUTION\n    return x + 1\n    ### END SOLUTION\nf(1)"
+    assert clean_cells.strip_directives(code) == "def f(x):\n    return x + 1\nf(1)"
+    assert clean_cells.strip_directives(code, student=True) == (
+        "def f(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()\nf(1)"
+    )
+
+
+def test_the_exercises_link_names_the_student_notebook(tmp_path):
+    class Config:
+        html_theme_options = {
+            "repository_url": "https://github.com/org/book",
+            "repository_branch": "main",
+            "launch_buttons": {"colab_url": "https://colab.research.google.com"},
+        }
+
+    class App:
+        srcdir = str(tmp_path)
+        config = Config()
+
+    (tmp_path / "student").mkdir()
+    (tmp_path / "student" / "03_attention.ipynb").write_text("{}")
+    assert clean_cells.colab_link(App(), "notebooks/03_attention") == (
+        "https://colab.research.google.com/github/org/book/blob/main/student/03_attention.ipynb"
+    )
+    assert clean_cells.colab_link(App(), "notebooks/appendix_a_utils") is None

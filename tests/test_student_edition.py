@@ -12,7 +12,7 @@ spec = importlib.util.spec_from_file_location(
 )
 student_edition = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(student_edition)
-CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))
 
 
 def test_solution_regions_become_not_implemented_at_their_indentation():
@@ -49,5 +49,23 @@ def test_chapter_student_edition(path):
     assert "widgets" not in student.metadata
     # the exported code and the checks are untouched
     for ours, theirs in zip(book.cells, student.cells):
-        if "### BEGIN SOLUTION" not in ours.source:
+        if ours.source.lstrip().startswith(student_edition.MODEL_ANSWER):
+            assert theirs.source == "YOUR ANSWER HERE"  # a written answer, emptied
+        elif "### BEGIN SOLUTION" not in ours.source:
             assert ours.source == theirs.source
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_committed_student_edition_is_in_sync(path):
+    """student/ is what Colab opens: `make student` writes it from notebooks/."""
+    committed = ROOT / "student" / path.name
+    assert committed.exists(), "run `make student`"
+    text = nbformat.writes(student_edition.student_notebook(path))
+    assert committed.read_text().rstrip("\n") == text.rstrip("\n"), "run `make student`"
+
+
+def test_written_answers_are_emptied():
+    path = ROOT / "notebooks" / "03_attention.ipynb"
+    student = student_edition.student_notebook(path)
+    text = "\n".join(c.source for c in student.cells)
+    assert "Model answer" not in text and "YOUR ANSWER HERE" in text

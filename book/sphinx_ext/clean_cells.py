@@ -1,21 +1,53 @@
-"""Hide the notebooks' machinery on the site: directive lines in code cells.
+"""Hide the notebooks' machinery on the site, and give each chapter its exercises in Colab.
 
 A code cell may start with lines for tools, not for readers: nbdev's `#| export` and
 `#| default_exp`, and nbval's `# NBVAL_CHECK_OUTPUT`. They stay in the notebooks (Colab, nbdev
 and nbval read them) and are dropped from the page. A cell left with no code and no output,
 such as `#| default_exp patches`, is dropped whole.
+
+Solutions: the site shows a solution without nbgrader's `### BEGIN/END SOLUTION` marker lines
+(the cell is folded under a toggle by its `hide-input` tag). With `VITLIB_EDITION=student`
+(`make book EDITION=student`) each solution becomes `raise NotImplementedError()`, as in the
+student notebooks, and written answers' model answers are dropped: a site for a course.
+
+Each chapter page that has a student notebook (`student/<page>.ipynb`) gets a line under its
+title linking that notebook in Colab, from the repository named in `_config.yml`.
 """
 
+import os
 import re
+from pathlib import Path
 
 from docutils import nodes
 
 DIRECTIVE = re.compile(r"^\s*(#\|.*|# NBVAL_\w+.*)$")
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 
 
-def strip_directives(code: str) -> str:
-    """The code without its directive lines, and without the blank lines they leave on top."""
-    kept = [line for line in code.splitlines() if not DIRECTIVE.match(line)]
+def student_edition() -> bool:
+    return os.environ.get("VITLIB_EDITION", "book") == "student"
+
+
+def strip_directives(code: str, student: bool = False) -> str:
+    """The code without its directive lines, and without the blank lines they leave on top;
+    solution markers dropped, or (student) each solution replaced as in the student notebooks."""
+    kept, inside = [], False
+    for line in code.splitlines():
+        marker = line.strip()
+        if DIRECTIVE.match(line):
+            continue
+        if marker == BEGIN:
+            inside = True
+            if student:
+                indent = line[: len(line) - len(line.lstrip())]
+                kept += [
+                    f"{indent}# YOUR CODE HERE",
+                    f"{indent}raise NotImplementedError()",
+                ]
+        elif marker == END:
+            inside = False
+        elif not (inside and student):
+            kept.append(line)
     return "\n".join(kept).strip("\n")
 
 
@@ -26,9 +58,10 @@ def _is_code_source(node) -> bool:
 
 
 def _clean(app, doctree):
+    student = student_edition()
     for source in list(doctree.findall(_is_code_source)):
         for block in list(source.findall(nodes.literal_block)):
-            code = strip_directives(block.astext())
+            code = strip_directives(block.astext(), student)
             if code == block.astext():
                 continue
             # rawsource and text must agree, or Sphinx does not highlight the block
@@ -42,7 +75,41 @@ def _clean(app, doctree):
             if not cell.children:
                 cell.parent.remove(cell)
 
+    if student:
+        for admonition in list(doctree.findall(nodes.admonition)):
+            titles = list(admonition.findall(nodes.title))
+            if titles and titles[0].astext() == "Model answer":
+                admonition.parent.remove(admonition)
+
+
+def colab_link(app, docname: str):
+    """The Colab address of the page's student notebook, or None when it has none."""
+    page = Path(docname).name
+    if not (Path(app.srcdir) / "student" / f"{page}.ipynb").exists():
+        return None
+    options = app.config.html_theme_options
+    repository = options.get("repository_url", "").removeprefix("https://github.com/")
+    branch = options.get("repository_branch", "main")
+    colab = options.get("launch_buttons", {}).get(
+        "colab_url", "https://colab.research.google.com"
+    )
+    return f"{colab}/github/{repository}/blob/{branch}/student/{page}.ipynb"
+
+
+def _link_exercises(app, doctree):
+    url = colab_link(app, app.env.docname)
+    sections = list(doctree.findall(nodes.section))
+    if url is None or not sections:
+        return
+    link = nodes.reference(
+        "", "Exercises in Colab", refuri=url, classes=["exercises-colab"]
+    )
+    line = nodes.paragraph("", "", link, classes=["exercises-colab"])
+    title = sections[0].next_node(nodes.title)
+    title.parent.insert(title.parent.index(title) + 1, line)
+
 
 def setup(app):
     app.connect("doctree-read", _clean)
+    app.connect("doctree-read", _link_exercises)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
