@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from vitlib import checks
+from vitlib.rollout import patch_distances
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -121,6 +122,15 @@ def test_forbidden_functions_raise_only_inside_and_everywhere(monkeypatch, capsy
 
     assert not checks.check_masked_attention(with_sdpa)
     assert "write this one yourself" in capsys.readouterr().out
+
+    # a check that wraps the student's function still reaches the student's own names
+    def distance_with_the_library(weights, patch_size):
+        side = int(weights.shape[0] ** 0.5)
+        distances = patch_distances((side, side), patch_size)
+        return (weights.double() * distances).sum(-1).mean()
+
+    assert not checks.check_head_distance(distance_with_the_library)
+    assert "without vitlib.rollout.patch_distances" in capsys.readouterr().out
 
 
 def test_predictions_compare_shapes_and_numbers(monkeypatch, capsys):

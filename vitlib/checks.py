@@ -10,8 +10,8 @@ __all__ = ['TOKEN_COUNTS', 'ATTENTION_SHORTCUTS', 'SOFTMAX', 'CheckFailed', 'str
            'check_vit_parameters', 'check_mean_pool_head', 'check_small_fashion_config', 'check_fuse_qkv',
            'check_split_qkv', 'check_hub_key_to_vitlib', 'check_fixed_normalise', 'check_crop_batch', 'check_lr_factor',
            'check_no_decay', 'check_confusion', 'check_newest', 'check_first_bad', 'check_estimate_minutes',
-           'check_mix', 'check_smooth', 'check_cost', 'check_fixed_upsample', 'check_blend', 'check_rollout_step',
-           'check_head_distance', 'check_drop_weakest']
+           'check_mix', 'check_smooth', 'check_cost', 'check_fixed_upsample', 'check_blend', 'check_fixed_rollout_step',
+           'check_head_distance']
 
 # %% ../notebooks/appendix_b_checks.ipynb #c004
 import contextlib
@@ -35,7 +35,7 @@ from .model import ViT, ViTConfig, create_vit, parameter_counts
 from .patches import PatchEmbed, patchify, unpatchify
 from .positions import learned_pos_embed, prepend_cls
 from .pretrained import hf_to_vitlib_state_dict
-from .rollout import attention_rollout, discard_weakest, patch_distances
+from .rollout import attention_rollout, patch_distances
 from .loop import WarmupCosine, parameter_groups
 from .train import checkpoints, first_non_finite
 from .utils import env_flag
@@ -193,6 +193,19 @@ def _resolve(name: str):
     return owner, attr, getattr(owner, attr)
 
 
+def _namespaces(fn) -> list:
+    """Where the student's code finds names: the vitlib package, `fn`'s globals and those of
+    the functions `fn` closes over (a check's wrapper around the student's function)."""
+    functions = [fn]
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            functions.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            pass
+    spaces = [vars(sys.modules["vitlib"])]
+    return spaces + [f.__globals__ for f in functions if hasattr(f, "__globals__")]
+
+
 @contextlib.contextmanager
 def forbidden(fn, *names: str):
     """While the block runs, each library function named ('vitlib.attention.attend',
@@ -210,10 +223,7 @@ def forbidden(fn, *names: str):
         def raiser(*args, _name=name, **kwargs):
             raise WriteItYourself(f"write this one yourself, without {_name}")
 
-        for space in {
-            id(s): s
-            for s in (vars(sys.modules["vitlib"]), getattr(fn, "__globals__", {}))
-        }.values():
+        for space in {id(s): s for s in _namespaces(fn)}.values():
             for key, value in list(space.items()):
                 if value is original:
                     swap(space, key, raiser)
@@ -1181,9 +1191,10 @@ def check_blend(fn) -> bool:
     )
 
 
-def check_rollout_step(fn) -> bool:
-    """Exercise 8b.1: `fn(attention)` turns one layer's maps (b, heads, n, n) into rollout's
-    factor: the mean over heads plus the identity, each row renormalised: (b, n, n)."""
+def check_fixed_rollout_step(fn) -> bool:
+    """Exercise 8b.1: `fn(attention)` is the exercise's rollout step with its bug fixed: one
+    layer's maps (b, heads, n, n) to the mean over heads plus the identity, each row
+    renormalised: (b, n, n), without attention_rollout."""
 
     def reference(attention):
         return attention_rollout([attention])
@@ -1197,7 +1208,13 @@ def check_rollout_step(fn) -> bool:
     cases.append((torch.rand(2, 3, 6, 6, generator=g),))
     hint = "a = attention.mean(1) + torch.eye(n); a / a.sum(-1, keepdim=True): keepdim divides rows, not columns"
     return check_function(
-        "Exercise 8b.1, one step of rollout", fn, reference, cases, atol=1e-5, hint=hint
+        "Exercise 8b.1, rollout step fixed",
+        fn,
+        reference,
+        cases,
+        atol=1e-5,
+        hint=hint,
+        forbid=("vitlib.rollout.attention_rollout",),
     )
 
 
@@ -1230,23 +1247,8 @@ def check_head_distance(fn) -> bool:
         cases,
         atol=1e-6,
         hint=hint,
-    )
-
-
-def check_drop_weakest(fn) -> bool:
-    """Exercise 8b.3: `fn(attention, ratio)` zeroes the int((n - 1)^2 * ratio) weakest links
-    between patches in each image of a batch (b, n, n), never the class token's row or column."""
-    g = case_generator()
-    cases = [
-        (torch.rand(b, n, n, generator=g), r)
-        for b, n, r in [(3, 5, 0.5), (2, 17, 0.9), (4, 10, 0.25), (2, 6, 0.0)]
-    ]
-    hint = "per image: links = attention[:, 1:, 1:].reshape(b, -1); zero the k smallest of each row (argsort, scatter)"
-    return check_function(
-        "Exercise 8b.3, discard the weakest links",
-        fn,
-        discard_weakest,
-        cases,
-        atol=0,
-        hint=hint,
+        forbid=(
+            "vitlib.rollout.patch_distances",
+            "vitlib.rollout.mean_attention_distance",
+        ),
     )
