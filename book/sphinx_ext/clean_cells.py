@@ -8,7 +8,8 @@ such as `#| default_exp patches`, is dropped whole.
 Solutions: the site shows a solution without nbgrader's `### BEGIN/END SOLUTION` marker lines
 (the cell is folded under a toggle by its `hide-input` tag). With `VITLIB_EDITION=student`
 (`make book EDITION=student`) each solution becomes `raise NotImplementedError()`, as in the
-student notebooks, and written answers' model answers are dropped: a site for a course.
+student notebooks, written answers' model answers are dropped, and so are the stored verdicts
+under the check cells (they are the book's solutions'): a site for a course.
 
 Each chapter page that has a student notebook (`student/<page>.ipynb`) gets a line under its
 title linking that notebook in Colab, from the repository named in `_config.yml`.
@@ -51,6 +52,19 @@ def strip_directives(code: str, student: bool = False) -> str:
     return "\n".join(kept).strip("\n")
 
 
+CHECK = re.compile(r"^\s*checks\.(check_\w+|compare_prediction)\(", re.M)
+
+
+def _is_code_cell(node) -> bool:
+    return isinstance(node, nodes.container) and node.get("nb_element") == "cell_code"
+
+
+def _is_code_output(node) -> bool:
+    return isinstance(node, nodes.container) and node.get("nb_element") == (
+        "cell_code_output"
+    )
+
+
 def _is_code_source(node) -> bool:
     return isinstance(node, nodes.container) and node.get("nb_element") == (
         "cell_code_source"
@@ -76,6 +90,11 @@ def _clean(app, doctree):
                 cell.parent.remove(cell)
 
     if student:
+        # a check's stored verdict is the book's own solution's: not the student's to see
+        for cell in list(doctree.findall(_is_code_cell)):
+            if CHECK.search(cell.astext()):
+                for output in list(cell.findall(_is_code_output)):
+                    output.parent.remove(output)
         for admonition in list(doctree.findall(nodes.admonition)):
             titles = list(admonition.findall(nodes.title))
             if titles and titles[0].astext() == "Model answer":
