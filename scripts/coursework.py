@@ -32,13 +32,16 @@ from pathlib import Path
 
 import nbformat
 
+sys.path.insert(
+    0, str(Path(__file__).parent)
+)  # scripts/, when loaded by path (the tests)
+from student_edition import CHECK, MODEL_ANSWER  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT = re.compile(  # **Exercise 3.1 (kind, 2 points).** or a heading: ### Exercise 1.1: ...
     r"(?:\*\*|^#+ )Exercise (\d+[a-z]?)\.(\d+)(?: \(([^)]*)\))?", re.M
 )
 POINTS = re.compile(r"(\d+) points?")
-CHECK = re.compile(r"^\s*checks\.(check_\w+|compare_prediction)\(", re.M)
-MODEL_ANSWER = "```{admonition} Model answer"
 SCHEMA = 3
 
 
@@ -263,8 +266,6 @@ def grade(
     submissions: Path, out: Path, seed: int, notebook_timeout: int, cell_timeout: int
 ):
     """Grade SUBMISSIONS/<student>/<notebook>.ipynb; write out/grades.csv and out/feedback/."""
-    from nbgrader.api import Gradebook, MissingEntry
-
     students = sorted(p for p in submissions.iterdir() if p.is_dir())
     names = sorted({p.name for s in students for p in s.glob("*.ipynb")})
     unknown = [n for n in names if not (ROOT / "notebooks" / n).exists()]
@@ -310,15 +311,7 @@ def grade(
                         f"--student={student.name}",
                         "--force",
                     )
-                rows += _rows(
-                    root,
-                    student.name,
-                    path,
-                    sources[path.name],
-                    status,
-                    Gradebook,
-                    MissingEntry,
-                )
+                rows += _rows(root, student.name, path, sources[path.name], status)
                 _copy_feedback(root, out, student.name, path, status)
                 print(f"{student.name}/{path.name}: {status}")
     with open(out / "grades.csv", "w", newline="") as f:
@@ -330,8 +323,13 @@ def grade(
     print(out / "grades.csv")
 
 
-def _rows(root, student, path, source, status, Gradebook, MissingEntry) -> list:
+def _rows(root, student, path, source, status) -> list:
     """One row per exercise: the sum of its grade cells' scores."""
+    from nbgrader.api import (
+        Gradebook,
+        MissingEntry,
+    )  # grading only: nbgrader is not vitlib's
+
     book = nbformat.read(source, as_version=4)
     scores = {}
     if status == "graded":

@@ -21,8 +21,14 @@ from pathlib import Path
 
 import nbformat
 
+# What an exercise looks like in a notebook: the one home of these markers, which
+# scripts/coursework.py and the site's book/sphinx_ext/clean_cells.py read from here.
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
-MODEL_ANSWER = "```{admonition} Model answer"
+MODEL_ANSWER_TITLE = "Model answer"
+MODEL_ANSWER = "```{admonition} " + MODEL_ANSWER_TITLE  # a written answer's first line
+CHECK = re.compile(
+    r"^\s*checks\.(check_\w+|compare_prediction)\(", re.M
+)  # a grade cell
 
 
 def strip_solutions(source: str) -> str:

@@ -15,6 +15,7 @@ Each chapter page that has a student notebook (`student/<page>.ipynb`) gets a li
 title linking that notebook in Colab, from the repository named in `_config.yml`.
 """
 
+import importlib.util
 import os
 import re
 from pathlib import Path
@@ -22,7 +23,13 @@ from pathlib import Path
 from docutils import nodes
 
 DIRECTIVE = re.compile(r"^\s*(#\|.*|# NBVAL_\w+.*)$")
-BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+# the exercise markers and the student edition's rewrite, from their one home
+_spec = importlib.util.spec_from_file_location(
+    "student_edition",
+    Path(__file__).resolve().parents[2] / "scripts" / "student_edition.py",
+)
+exercises = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(exercises)
 
 
 def student_edition() -> bool:
@@ -32,43 +39,27 @@ def student_edition() -> bool:
 def strip_directives(code: str, student: bool = False) -> str:
     """The code without its directive lines, and without the blank lines they leave on top;
     solution markers dropped, or (student) each solution replaced as in the student notebooks."""
-    kept, inside = [], False
-    for line in code.splitlines():
-        marker = line.strip()
-        if DIRECTIVE.match(line):
-            continue
-        if marker == BEGIN:
-            inside = True
-            if student:
-                indent = line[: len(line) - len(line.lstrip())]
-                kept += [
-                    f"{indent}# YOUR CODE HERE",
-                    f"{indent}raise NotImplementedError()",
-                ]
-        elif marker == END:
-            inside = False
-        elif not (inside and student):
-            kept.append(line)
-    return "\n".join(kept).strip("\n")
+    code = "\n".join(line for line in code.splitlines() if not DIRECTIVE.match(line))
+    if student:
+        code = exercises.strip_solutions(code)
+    else:
+        markers = (exercises.BEGIN, exercises.END)
+        code = "\n".join(
+            line for line in code.splitlines() if line.strip() not in markers
+        )
+    return code.strip("\n")
 
 
-CHECK = re.compile(r"^\s*checks\.(check_\w+|compare_prediction)\(", re.M)
-
-
-def _is_code_cell(node) -> bool:
-    return isinstance(node, nodes.container) and node.get("nb_element") == "cell_code"
-
-
-def _is_code_output(node) -> bool:
-    return isinstance(node, nodes.container) and node.get("nb_element") == (
-        "cell_code_output"
+def _element(name: str):
+    """A test for MyST-NB's containers of one kind: a cell, its source, its outputs."""
+    return lambda node: (
+        isinstance(node, nodes.container) and node.get("nb_element") == name
     )
 
 
-def _is_code_source(node) -> bool:
-    return isinstance(node, nodes.container) and node.get("nb_element") == (
-        "cell_code_source"
-    )
+_is_code_cell = _element("cell_code")
+_is_code_source = _element("cell_code_source")
+_is_code_output = _element("cell_code_output")
 
 
 def _clean(app, doctree):
@@ -92,12 +83,12 @@ def _clean(app, doctree):
     if student:
         # a check's stored verdict is the book's own solution's: not the student's to see
         for cell in list(doctree.findall(_is_code_cell)):
-            if CHECK.search(cell.astext()):
+            if exercises.CHECK.search(cell.astext()):
                 for output in list(cell.findall(_is_code_output)):
                     output.parent.remove(output)
         for admonition in list(doctree.findall(nodes.admonition)):
             titles = list(admonition.findall(nodes.title))
-            if titles and titles[0].astext() == "Model answer":
+            if titles and titles[0].astext() == exercises.MODEL_ANSWER_TITLE:
                 admonition.parent.remove(admonition)
 
 
