@@ -2,16 +2,16 @@
 
 # %% auto #0
 __all__ = ['TOKEN_COUNTS', 'ATTENTION_SHORTCUTS', 'SOFTMAX', 'CheckFailed', 'strict', 'describe', 'verdict', 'compare', 'call',
-           'check_function', 'case_seed', 'case_generator', 'public_or_drawn', 'randint', 'WriteItYourself',
+           'check_function', 'case_seed', 'case_generator', 'public_or_drawn', 'randint', 'WriteItYourself', 'replaced',
            'forbidden', 'compare_prediction', 'check_patchify_by_hand', 'check_token_count', 'check_flatten_pattern',
            'check_pad_to_multiple', 'check_fixed_unpatchify', 'check_fixed_resize', 'check_add_cls',
            'check_position_parameters', 'check_masked_attention', 'check_fixed_attention', 'check_split_heads',
            'check_attention_parameters', 'check_gelu_tanh', 'check_fixed_layer_norm', 'check_block_parameters',
            'check_vit_parameters', 'check_mean_pool_head', 'check_small_fashion_config', 'check_fuse_qkv',
-           'check_split_qkv', 'check_hub_key_to_vitlib', 'check_fixed_normalise', 'check_crop_batch', 'check_lr_factor',
-           'check_no_decay', 'check_confusion', 'check_newest', 'check_first_bad', 'check_estimate_minutes',
-           'check_mix', 'check_smooth', 'check_cost', 'check_fixed_upsample', 'check_blend', 'check_fixed_rollout_step',
-           'check_head_distance']
+           'check_split_qkv', 'check_hub_key_to_vitlib', 'check_fixed_normalise', 'check_crop_batch',
+           'check_fixed_confusion', 'check_clip_gradients', 'check_fixed_shard', 'check_save_atomically',
+           'check_fixed_mixup', 'check_smoothed_cross_entropy', 'check_fixed_upsample', 'check_blend',
+           'check_fixed_rollout_step', 'check_head_distance']
 
 # %% ../notebooks/appendix_b_checks.ipynb #c004
 import contextlib
@@ -27,17 +27,18 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from einops import rearrange
+from safetensors import SafetensorError
+from safetensors.torch import load_file
+from safetensors.torch import save as safetensors_bytes
 from torch import nn
 
 from .attention import MultiHeadAttention
 from .block import TransformerBlock
-from .model import ViT, ViTConfig, create_vit, parameter_counts
+from .model import ViT, ViTConfig, parameter_counts
 from .patches import PatchEmbed, patchify, unpatchify
 from .positions import learned_pos_embed, prepend_cls
 from .pretrained import hf_to_vitlib_state_dict
 from .rollout import attention_rollout, patch_distances
-from .loop import WarmupCosine, parameter_groups
-from .train import checkpoints, first_non_finite
 from .utils import env_flag
 
 
@@ -205,33 +206,28 @@ def _namespaces(fn) -> list:
     spaces = [vars(sys.modules["vitlib"])]
     return spaces + [f.__globals__ for f in functions if hasattr(f, "__globals__")]
 
-
+# %% ../notebooks/appendix_b_checks.ipynb #c006d2
 @contextlib.contextmanager
-def forbidden(fn, *names: str):
-    """While the block runs, each library function named ('vitlib.attention.attend',
-    'torch.nn.functional.scaled_dot_product_attention', 'torch.Tensor.softmax') raises
-    WriteItYourself: in its module, in the vitlib package and in `fn`'s globals."""
+def replaced(fn, name: str, value):
+    """While the block runs, the library function `name` ('vitlib.attention.attend',
+    'torch.nn.functional.scaled_dot_product_attention', 'torch.Tensor.softmax') is `value`:
+    in its module, in the vitlib package and in `fn`'s globals."""
     undo = []  # (namespace, key, old value, whether the key was there)
 
-    def swap(space, key, value):
+    def swap(space, key, new):
         undo.append((space, key, space.get(key), key in space))
-        space[key] = value
+        space[key] = new
 
-    for name in names:
-        owner, attr, original = _resolve(name)
-
-        def raiser(*args, _name=name, **kwargs):
-            raise WriteItYourself(f"write this one yourself, without {_name}")
-
-        for space in {id(s): s for s in _namespaces(fn)}.values():
-            for key, value in list(space.items()):
-                if value is original:
-                    swap(space, key, raiser)
-        if isinstance(owner, type):  # a method: set it on the class, restore after
-            undo.append((owner, attr, original, attr in vars(owner)))
-            setattr(owner, attr, raiser)
-        else:
-            swap(vars(owner), attr, raiser)
+    owner, attr, original = _resolve(name)
+    for space in {id(s): s for s in _namespaces(fn)}.values():
+        for key, old in list(space.items()):
+            if old is original:
+                swap(space, key, value)
+    if isinstance(owner, type):  # a method: set it on the class, restore after
+        undo.append((owner, attr, original, attr in vars(owner)))
+        setattr(owner, attr, value)
+    else:
+        swap(vars(owner), attr, value)
     try:
         yield
     finally:
@@ -245,6 +241,20 @@ def forbidden(fn, *names: str):
                 space[key] = old
             else:
                 del space[key]
+
+
+@contextlib.contextmanager
+def forbidden(fn, *names: str):
+    """While the block runs, each library function named raises WriteItYourself, wherever
+    `fn` could reach it (see `replaced`)."""
+    with contextlib.ExitStack() as stack:
+        for name in names:
+
+            def raiser(*args, _name=name, **kwargs):
+                raise WriteItYourself(f"write this one yourself, without {_name}")
+
+            stack.enter_context(replaced(fn, name, raiser))
+        yield
 
 # %% ../notebooks/appendix_b_checks.ipynb #c006e
 def compare_prediction(title: str, predict, actual, hint: str = "") -> bool:
@@ -913,155 +923,204 @@ def check_crop_batch(fn) -> bool:
     return verdict(f"{title} ({len(found.unique())} different offsets)", True)
 
 # %% ../notebooks/appendix_b_checks.ipynb #c026
-def check_lr_factor(fn) -> bool:
-    """Exercise 6b.1: `fn(step, warmup, total, floor)` is the learning-rate factor: (step + 1)
-    / warmup during warm-up, then a cosine from 1 down to `floor` at step `total`."""
-
-    def reference(step, warmup, total, floor):
-        return torch.tensor(
-            WarmupCosine(warmup, total, floor)(step), dtype=torch.float64
-        )
-
-    def answer(step, warmup, total, floor):
-        return torch.tensor(float(fn(step, warmup, total, floor)), dtype=torch.float64)
-
-    cases = [(s, 10, 100, 0.0) for s in (0, 4, 9, 10, 30, 55, 99, 100)]
-    cases += [(s, 5, 50, 0.1) for s in (0, 5, 27, 50)]
-    hint = "after warm-up: t = (step - warmup) / (total - warmup); floor + (1 - floor) * (1 + cos(pi t)) / 2"
-    return check_function(
-        "Exercise 6b.1, warm-up and cosine",
-        answer,
-        reference,
-        cases,
-        atol=1e-6,
-        hint=hint,
-    )
-
-
-def check_no_decay(fn) -> bool:
-    """Exercise 6b.2: `fn(model)` returns the set of parameter names that get no weight
-    decay: biases, norm weights, the position table and the class token."""
-    title = "Exercise 6b.2, no weight decay"
-    model = create_vit("fashion", depth=2)
-    ids = {id(p) for p in parameter_groups(model, 0.05)[1]["params"]}
-    expected = {name for name, p in model.named_parameters() if id(p) in ids}
-    got = call(fn, model)
-    if not isinstance(got, (set, list, tuple)):
-        return verdict(title, False, f"a set of {len(expected)} names", describe(got))
-    got = set(got)
-    if got != expected:
-        missing, extra = sorted(expected - got), sorted(got - expected)
-        return verdict(
-            title,
-            False,
-            f"{len(expected)} names",
-            f"{len(got)} names; missing {missing[:3]}, not wanted {extra[:3]}",
-            "p.ndim <= 1 catches biases and norm weights; pos_embed and cls_token by name",
-        )
-    return verdict(
-        f"{title} ({len(expected)} of {len(list(model.parameters()))} tensors)", True
-    )
-
-
-def check_confusion(fn) -> bool:
-    """Exercise 6b.3: `fn(predictions, labels, num_classes)` counts (true label, prediction)
-    pairs into a (num_classes, num_classes) matrix: rows true, columns predicted."""
+def check_fixed_confusion(fn) -> bool:
+    """Exercise 6b.1: `fn(predictions, labels, num_classes)` is the exercise's confusion
+    matrix with its bug fixed: entry (i, j) counts the images of true class i predicted as j."""
 
     def reference(predictions, labels, k):
         return torch.bincount(labels * k + predictions, minlength=k * k).view(k, k)
 
     g = case_generator()
-    cases = [
-        (torch.tensor([0, 1, 1, 2]), torch.tensor([0, 1, 2, 2]), 3),
-        (
-            torch.randint(0, 10, (500,), generator=g),
-            torch.randint(0, 10, (500,), generator=g),
-            10,
-        ),
-        (torch.tensor([3]), torch.tensor([0]), 4),
-    ]
-    hint = "row = true label, column = prediction; bincount(labels * k + predictions, minlength=k * k)"
+    cases = [(torch.tensor([0, 1, 1, 2]), torch.tensor([0, 1, 2, 2]), 3)]
+    for n, k in [(500, 10), (60, 4), (7, 5)]:
+        labels = torch.randint(0, k, (n,), generator=g)
+        predictions = torch.randint(0, k, (n,), generator=g)
+        cases.append((predictions, labels, k))
+    hint = "row = true label, column = prediction: each row sums to that class's image count"
     return check_function(
-        "Exercise 6b.3, confusion matrix", fn, reference, cases, atol=0, hint=hint
+        "Exercise 6b.1, confusion matrix fixed", fn, reference, cases, atol=0, hint=hint
     )
+
+
+_CLIPPERS = (
+    "clip_grad_norm_",
+    "clip_grad_norm",
+    "clip_grads_with_norm_",
+    "get_total_norm",
+)
+
+
+def check_clip_gradients(fn) -> bool:
+    """Exercise 6b.2: `fn(parameters, max_norm)` scales every gradient in place so that their
+    total length is at most max_norm, and returns the length before; without torch's
+    clip_grad_norm_ (nor get_total_norm or clip_grads_with_norm_)."""
+    title = "Exercise 6b.2, gradient clipping"
+    forbid = [f"torch.nn.utils.{n}" for n in _CLIPPERS if hasattr(torch.nn.utils, n)]
+
+    def run(clip, grads, max_norm):
+        """(length returned, the gradients after) for parameters holding copies of grads."""
+        parameters = [
+            nn.Parameter(torch.zeros(2 if x is None else x.shape)) for x in grads
+        ]
+        for p, grad in zip(parameters, grads):
+            p.grad = None if grad is None else grad.clone()
+        length = clip(parameters, max_norm)
+        if length is None:
+            raise TypeError("it returned None: return the length before clipping")
+        length = torch.tensor(float(length), dtype=torch.float64)
+        return length, tuple(p.grad for p in parameters if p.grad is not None)
+
+    g = case_generator()
+    shapes = [(4, 3), (3,), (2, 2, 2)]
+    cases = []
+    for scale, max_norm in [(1.0, 1.0), (0.05, 1.0), (3.0, 0.5)]:
+        grads = [scale * torch.randn(s, generator=g) for s in shapes]
+        cases.append((grads, max_norm))
+    cases.append(([None, *cases[0][0]], 1.0))  # a parameter without a gradient: skipped
+    hint = (
+        "one length for all gradients together: the square root of the sum of every "
+        "squared entry; above max_norm, multiply each by max_norm / (length + 1e-6)"
+    )
+    for grads, max_norm in cases:
+        with forbidden(fn, *forbid):
+            got = call(run, fn, grads, max_norm)
+        expected = run(nn.utils.clip_grad_norm_, grads, max_norm)
+        case = f"{title} ({len(grads)} gradients, max_norm {max_norm})"
+        if isinstance(got, _Raised):
+            return verdict(
+                case, False, "the length, and the gradients scaled", describe(got)
+            )
+        for what, part, wanted in zip(
+            ("the length returned", "the gradients after"), got, expected
+        ):
+            ok, expected_text, got_text = compare(part, wanted, atol=1e-5)
+            if not ok:
+                return verdict(f"{case}, {what}", False, expected_text, got_text, hint)
+    return verdict(f"{title} ({len(cases)} cases)", True)
 
 # %% ../notebooks/appendix_b_checks.ipynb #c026a
-def check_newest(fn) -> bool:
-    """Exercise 6c.1: `fn(names)` is the newest complete checkpoint among folder names: an
-    `epoch-NNNN` without a suffix; None when there is none."""
+def check_fixed_shard(fn) -> bool:
+    """Exercise 6c.1: `fn(n, seed, epoch, rank, world_size)` is the exercise's sharding with
+    its bug fixed: rank's share of one epoch's shuffle of range(n), n // world_size indices,
+    no index in two ranks' shares, the same when called again, another in the next epoch."""
+    title = "Exercise 6c.1, one shuffle for all ranks"
+    g = case_generator()
+    cases = [(12, 0, 4)]  # (n, seed, world_size)
+    for _ in range(2):
+        world = randint(g, 2, 8)
+        cases.append(
+            (
+                world * randint(g, 3, 40) + randint(g, 0, world - 1),
+                randint(g, 0, 999),
+                world,
+            )
+        )
+    for n, seed, world in cases:
+        case = f"{title} (n={n}, seed={seed}, world_size={world})"
+        shards = [call(fn, n, seed, 0, rank, world) for rank in range(world)]
+        for rank, shard in enumerate(shards):
+            if not isinstance(shard, torch.Tensor) or tuple(shard.shape) != (
+                n // world,
+            ):
+                expected = f"for rank {rank}, a tensor of shape ({n // world},)"
+                return verdict(case, False, expected, describe(shard))
+        together = torch.cat(shards).long()
+        different = len(together.unique())
+        if different != len(together) or together.min() < 0 or together.max() >= n:
+            return verdict(
+                case,
+                False,
+                f"{len(together)} different images in the shards together",
+                f"{different} different: some images in two shards, others in none",
+                "shuffle with the same seed on every rank (seed and epoch, not the rank)",
+            )
+        again, later = call(fn, n, seed, 0, 0, world), call(fn, n, seed, 1, 0, world)
+        if not (isinstance(again, torch.Tensor) and torch.equal(again, shards[0])):
+            return verdict(
+                case, False, "the same shard when called again", describe(again)
+            )
+        if isinstance(later, torch.Tensor) and torch.equal(later, shards[0]):
+            hint = "the epoch must change the shuffle: mix it into the seed"
+            return verdict(
+                case, False, "another order in epoch 1", "the same as in epoch 0", hint
+            )
+    return verdict(f"{title} ({len(cases)} cases)", True)
 
-    def reference(names):  # vitlib.train.checkpoints on real folders of those names
-        with tempfile.TemporaryDirectory() as tmp:
-            for name in names:
-                Path(tmp, name).mkdir()
-            found = checkpoints(tmp)
-            return found[-1].name if found else None
-
-    cases = [
-        (["epoch-0003", "epoch-0004.partial", "epoch-0002.old", "epoch-0001"],),
-        (["epoch-0010", "epoch-0009"],),
-        (["epoch-0001.partial"],),
-        ([],),
-        (["epoch-0120.old", "epoch-0119"],),
-    ]
-    hint = "keep the names that are epoch- and four digits, nothing after; the largest wins"
-    return check_function(
-        "Exercise 6c.1, the newest checkpoint", fn, reference, cases, hint=hint
-    )
+# %% ../notebooks/appendix_b_checks.ipynb #c026b
+def _crashing_save_file(tensors, filename, metadata=None):
+    """safetensors' save_file, for a disk that fills up halfway: half the file, then OSError."""
+    whole = safetensors_bytes(tensors, metadata=metadata)
+    Path(filename).write_bytes(whole[: len(whole) // 2])
+    raise OSError("No space left on device (the check filled the disk halfway)")
 
 
-def check_first_bad(fn) -> bool:
-    """Exercise 6c.2: `fn(losses)` is the index of the first value of a 1-D tensor that is
-    not finite, or -1."""
-    nan, inf = float("nan"), float("inf")
-    long = torch.rand(1000, generator=case_generator())
-    long[[700, 905]] = torch.tensor([inf, nan])
-    cases = [
-        (torch.tensor([1.0, 2.0, nan, inf]),),
-        (torch.ones(5),),
-        (torch.tensor([-inf]),),
-        (long,),
-    ]
-    hint = "~torch.isfinite(losses) marks nan and both infinities; nonzero() finds them"
-    return check_function(
-        "Exercise 6c.2, the first bad loss", fn, first_non_finite, cases, hint=hint
-    )
+def _saved(path) -> dict:
+    """The tensors in a safetensors file, or {} when it is missing or not whole."""
+    try:
+        return load_file(str(path))
+    except (OSError, SafetensorError):
+        return {}
 
 
-def check_estimate_minutes(fn) -> bool:
-    """Exercise 6c.3: `fn(flops_per_image, images_per_epoch, epochs, peak_tflops, share)`
-    is the minutes a run takes at `share` of a GPU's peak."""
+def check_save_atomically(fn) -> bool:
+    """Exercise 6c.3: `fn(tensors, path)` writes a safetensors file whole or not at all: a
+    crash while it writes leaves the file that was at `path`; without vitlib's atomic_write."""
+    title = "Exercise 6c.3, a save that survives a crash"
+    g = case_generator()
+    old = {"weight": torch.randn(3, 4, generator=g)}
+    new = {
+        "weight": torch.randn(3, 4, generator=g),
+        "bias": torch.randn(4, generator=g),
+    }
 
-    def reference(flops, images, epochs, peak, share):
-        seconds = flops * images * epochs / (peak * 1e12 * share)
-        return torch.tensor(seconds / 60, dtype=torch.float64)
+    def same(a, b):
+        return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
-    def answer(*args):
-        return torch.tensor(float(fn(*args)), dtype=torch.float64)
-
-    cases = [
-        (2.1e9, 60_000, 110, 65, 0.5),
-        (6e6, 60_000, 36, 8.1, 0.25),
-        (1e9, 1, 1, 1, 1),
-    ]
-    hint = (
-        "total FLOP = per image x images x epochs; FLOP/s = peak x 1e12 x share; / 60"
-    )
-    return check_function(
-        "Exercise 6c.3, minutes from FLOPs",
-        answer,
-        reference,
-        cases,
-        atol=1e-6,
-        hint=hint,
-    )
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        forbidden(fn, "vitlib.data.atomic_write"),
+    ):
+        path = Path(tmp, "model.safetensors")
+        got = call(fn, old, path)
+        if not same(_saved(path), old):
+            hint = "write the tensors with safetensors.torch.save_file"
+            return verdict(
+                title, False, "the tensors saved at path", describe(got), hint
+            )
+        left = sorted(p.name for p in Path(tmp).iterdir() if p != path)
+        if left:
+            return verdict(
+                title, False, "only model.safetensors in the folder", f"also {left}"
+            )
+        with replaced(fn, "safetensors.torch.save_file", _crashing_save_file):
+            call(fn, new, path)  # raises OSError, as a full disk would
+        if not same(_saved(path), old):
+            hint = "write beside it (path plus '.partial'), then os.replace the whole file over path"
+            return verdict(
+                f"{title} (the disk filled up halfway through a save)",
+                False,
+                "the file saved before, whole",
+                "a file that is missing or cut short",
+                hint,
+            )
+        call(fn, new, path)
+        if not same(_saved(path), new):
+            return verdict(
+                title,
+                False,
+                "the new tensors at path after a second save",
+                "the old ones",
+            )
+    return verdict(f"{title} (a save, a crash halfway, a save)", True)
 
 # %% ../notebooks/appendix_b_checks.ipynb #c027
-def check_mix(fn) -> bool:
-    """Exercise 7.1: `fn(images, targets, lam, perm)` mixes each example with example
-    perm[i]: lam * x + (1 - lam) * x[perm], and the same for the one-hot targets."""
+def check_fixed_mixup(fn) -> bool:
+    """Exercise 7.1: `fn(images, labels, lam, perm, num_classes)` is the exercise's MixUp with
+    its bug fixed: lam * x + (1 - lam) * x[perm] for the images, and the same mix of the
+    one-hot targets, (b, num_classes)."""
 
-    def reference(images, targets, lam, perm):
+    def reference(images, labels, lam, perm, k):
+        targets = F.one_hot(labels, k).float()
         return (
             lam * images + (1 - lam) * images[perm],
             lam * targets + (1 - lam) * targets[perm],
@@ -1069,58 +1128,52 @@ def check_mix(fn) -> bool:
 
     g = case_generator()
     cases = []
-    for b, lam in [(4, 0.7), (16, 0.35)]:
-        targets = torch.nn.functional.one_hot(
-            torch.randint(0, 10, (b,), generator=g), 10
-        ).float()
-        cases.append(
-            (
-                torch.randn(b, 1, 6, 6, generator=g),
-                targets,
-                lam,
-                torch.randperm(b, generator=g),
-            )
-        )
-    hint = "the same lam and the same partner for the image and its target"
+    for b, k in [(4, 10), (16, 10), (6, 3)]:
+        lam = round(float(torch.rand(1, generator=g)), 3)
+        labels = torch.randint(0, k, (b,), generator=g)
+        images = torch.randn(b, 1, 6, 6, generator=g)
+        cases.append((images, labels, lam, torch.randperm(b, generator=g), k))
+    hint = (
+        "mix one-hot targets, not class numbers: F.one_hot(labels, num_classes).float()"
+    )
     return check_function(
-        "Exercise 7.1, MixUp by hand", fn, reference, cases, atol=1e-6, hint=hint
+        "Exercise 7.1, MixUp fixed",
+        fn,
+        reference,
+        cases,
+        atol=1e-6,
+        hint=hint,
+        forbid=("vitlib.data.mix_batch",),
     )
 
 
-def check_smooth(fn) -> bool:
-    """Exercise 7.2: `fn(labels, num_classes, eps)` gives label smoothing's targets, as
-    PyTorch's cross_entropy(label_smoothing=eps) uses them: (1 - eps) one-hot + eps / k."""
+def check_smoothed_cross_entropy(fn) -> bool:
+    """Exercise 7.2: `fn(logits, labels, eps)` is the mean cross-entropy with label smoothing
+    eps, as F.cross_entropy(logits, labels, label_smoothing=eps) computes it, written
+    without F.cross_entropy and F.nll_loss."""
 
-    def reference(labels, k, eps):
-        return (1 - eps) * torch.nn.functional.one_hot(labels, k).float() + eps / k
+    def reference(logits, labels, eps):
+        loss = F.cross_entropy(logits, labels, label_smoothing=eps)
+        return torch.tensor(loss.item(), dtype=torch.float64)
 
-    cases = [
-        (torch.tensor([0, 2, 1]), 3, 0.1),
-        (torch.arange(10), 10, 0.2),
-        (torch.tensor([4]), 5, 0.0),
-    ]
-    hint = "PyTorch spreads eps over all k classes, the true one included: eps / k each"
+    def answer(logits, labels, eps):
+        return torch.tensor(float(fn(logits, labels, eps)), dtype=torch.float64)
+
+    g = case_generator()
+    cases = []
+    for b, k, eps in [(4, 3, 0.1), (16, 10, 0.2), (5, 5, 0.0)]:
+        logits = 3 * torch.randn(b, k, generator=g)
+        cases.append((logits, torch.randint(0, k, (b,), generator=g), eps))
+    hint = "target (1 - eps) on the true class plus eps / k on every class, the true one too"
+    forbid = ("torch.nn.functional.cross_entropy", "torch.nn.functional.nll_loss")
     return check_function(
-        "Exercise 7.2, label smoothing", fn, reference, cases, atol=1e-6, hint=hint
-    )
-
-
-def check_cost(fn) -> bool:
-    """Exercise 7.3: `fn(img_size, patch_size)` returns (tokens with the class token,
-    attention scores per head and block) for square images."""
-
-    def reference(img_size, patch_size):
-        n = (img_size // patch_size) ** 2 + 1
-        return (n, n * n)
-
-    def draw(g):
-        patch = randint(g, 2, 16)
-        return patch * randint(g, 1, 20), patch
-
-    cases = public_or_drawn([(28, 7), (28, 4), (28, 2), (32, 4), (224, 16)], draw)
-    hint = "(img_size / patch_size) squared patches, plus one class token; every token scores every token"
-    return check_function(
-        "Exercise 7.3, tokens and attention cost", fn, reference, cases, hint=hint
+        "Exercise 7.2, cross-entropy with label smoothing",
+        answer,
+        reference,
+        cases,
+        atol=1e-5,
+        hint=hint,
+        forbid=forbid,
     )
 
 # %% ../notebooks/appendix_b_checks.ipynb #c031
