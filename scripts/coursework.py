@@ -35,7 +35,7 @@ import nbformat
 sys.path.insert(
     0, str(Path(__file__).parent)
 )  # scripts/, when loaded by path (the tests)
-from student_edition import CHECK, MODEL_ANSWER  # noqa: E402
+from student_edition import CHECK, MODEL_ANSWER, chapters  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT = re.compile(  # **Exercise 3.1 (kind, 2 points).** or a heading: ### Exercise 1.1: ...
@@ -43,11 +43,6 @@ PROMPT = re.compile(  # **Exercise 3.1 (kind, 2 points).** or a heading: ### Exe
 )
 POINTS = re.compile(r"(\d+) points?")
 SCHEMA = 3
-
-
-def chapters() -> list:
-    """The chapter notebooks, in reading order (the appendices have no exercises)."""
-    return sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))
 
 
 def exercises(notebook) -> list:

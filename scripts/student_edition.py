@@ -20,6 +20,9 @@ import re
 from pathlib import Path
 
 import nbformat
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # What an exercise looks like in a notebook: the one home of these markers, which
 # scripts/coursework.py and the site's book/sphinx_ext/clean_cells.py read from here.
@@ -67,6 +70,14 @@ def student_notebook(path: Path) -> nbformat.NotebookNode:
     return notebook
 
 
+def chapters(root: Path = ROOT) -> list:
+    """The chapter notebooks of `_toc.yml` in reading order, appendices left out. A page that
+    is not in the table of contents yet is not a chapter: no student edition, no grading."""
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    files = [c["file"] for part in toc["parts"] for c in part["chapters"]]
+    return [root / f"{f}.ipynb" for f in files if re.match(r"notebooks/\d\d", f)]
+
+
 def main():
     parser = argparse.ArgumentParser(
         description="Write the student edition of the notebooks."
@@ -74,7 +85,7 @@ def main():
     parser.add_argument("notebooks", nargs="*", type=Path)
     parser.add_argument("--out", type=Path, default=Path("student"))
     args = parser.parse_args()
-    paths = args.notebooks or sorted(Path("notebooks").glob("[0-9][0-9]*_*.ipynb"))
+    paths = args.notebooks or chapters()
     args.out.mkdir(parents=True, exist_ok=True)
     for path in paths:
         text = nbformat.writes(student_notebook(path))

@@ -5,6 +5,7 @@ import csv
 import importlib.util
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -137,6 +138,34 @@ def test_predictions_compare_shapes_and_numbers(monkeypatch, capsys):
     monkeypatch.setenv("VITLIB_STRICT_CHECKS", "0")
     assert checks.compare_prediction("p", lambda: [2, 3], torch.Size([2, 3]))
     assert not checks.compare_prediction("p", lambda: (577, 1), (577, 2))
+
+
+def _alive(pid: int) -> bool:
+    """True while process `pid` runs (a zombie waiting to be reaped counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def test_the_notebook_time_limit_kills_the_whole_group(tmp_path):
+    """A notebook past its limit is stopped with everything it started (its kernel too)."""
+    # a shell that starts a child (as nbgrader starts a kernel), says its pid, and waits
+    command = ["sh", "-c", "sleep 60 & echo $!; wait"]
+    log = tmp_path / "log.txt"
+    start = time.monotonic()
+    status = coursework._run_limited(command, None, 2, log)
+    assert time.monotonic() - start < 30, "the grader waited for the notebook's child"
+    assert status == "not graded: stopped at the notebook's time limit of 2 s"
+    child = int(log.read_text().split()[0])
+    for _ in range(
+        50
+    ):  # the kill is immediate; the kernel may take a moment to reap it
+        if not _alive(child):
+            break
+        time.sleep(0.1)
+    assert not _alive(child), "the child of the notebook's process outlived the limit"
 
 
 # --- grading one chapter end to end ---

@@ -24,7 +24,13 @@ ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "_build" / "html"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
-CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))
+TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
+CHAPTERS = [  # the chapter pages the site has, in reading order
+    ROOT / f"{c['file']}.ipynb"
+    for part in TOC["parts"]
+    for c in part["chapters"]
+    if c["file"].startswith("notebooks/") and c["file"][10:12].isdigit()
+]
 SCREENSHOTS = os.environ.get(
     "VITLIB_SCREENSHOTS"
 )  # a folder: save one screenshot per page

@@ -12,7 +12,7 @@ spec = importlib.util.spec_from_file_location(
 )
 student_edition = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(student_edition)
-CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))
+CHAPTERS = student_edition.chapters()
 
 
 def test_solution_regions_become_not_implemented_at_their_indentation():
