@@ -9,6 +9,7 @@ Skips where Debian's chromium or chromedriver is absent, and fails then under CI
 
 import functools
 import http.server
+import importlib.util
 import json
 import os
 import re
@@ -24,13 +25,12 @@ ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "_build" / "html"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
-TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
-CHAPTERS = [  # the chapter pages the site has, in reading order
-    ROOT / f"{c['file']}.ipynb"
-    for part in TOC["parts"]
-    for c in part["chapters"]
-    if c["file"].startswith("notebooks/") and c["file"][10:12].isdigit()
-]
+_spec = importlib.util.spec_from_file_location(
+    "student_edition", ROOT / "scripts" / "student_edition.py"
+)
+student_edition = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(student_edition)
+CHAPTERS = student_edition.chapters()  # the chapter pages of _toc.yml, in reading order
 SCREENSHOTS = os.environ.get(
     "VITLIB_SCREENSHOTS"
 )  # a folder: save one screenshot per page
