@@ -15,6 +15,7 @@ from vitlib.model import (
     vit_small,
     vit_tiny,
 )
+from vitlib.patches import pair
 from vitlib.positions import resample_pos_embed, sincos_2d
 
 SMALL = dict(
@@ -224,3 +225,41 @@ def test_gradients_reach_every_parameter():
         if p.grad is None or not p.grad.abs().sum()
     ]
     assert not missing
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_forward_equals_the_full_path_in_logits_and_every_gradient(seed):
+    # forward computes only the class token's row in the last block (queries=1); the logits
+    # and every gradient must equal forward_head(forward_features(x)), in training mode too
+    g = torch.Generator().manual_seed(seed)
+    draw = lambda *choices: choices[torch.randint(len(choices), (), generator=g)]  # noqa: E731
+    config = dict(
+        img_size=draw(16, 24, (16, 24)),
+        patch_size=draw(4, 8),
+        in_channels=draw(1, 3),
+        dim=draw(16, 32),
+        depth=draw(1, 2, 3),
+        heads=draw(1, 2, 4),
+        mlp_dim=draw(8, 48),
+        num_classes=draw(3, 10),
+        qkv_bias=draw(True, False),
+        pos=draw("learned", "sincos", "none"),
+        drop_path=draw(0.0, 0.3),
+    )
+    model = ViT(**config).double()  # float64: rounding far below the 1e-5 compared
+    with torch.no_grad():  # weights far from the initialisation, so that rows differ
+        for p in model.parameters():
+            p.add_(torch.randn(p.shape, generator=g, dtype=p.dtype) * 0.3)
+    shape = (4, config["in_channels"], *pair(config["img_size"]))
+    images = torch.randn(shape, generator=g, dtype=torch.float64)
+    results = []
+    for run in (model, lambda x: model.forward_head(model.forward_features(x))):
+        model.zero_grad()
+        torch.manual_seed(seed)  # the same drop path draws on both paths
+        logits = run(images)
+        (logits * torch.arange(logits.shape[1])).sum().backward()
+        results.append((logits, {n: p.grad.clone() for n, p in model.named_parameters()}))
+    (fast, fast_grads), (full, full_grads) = results
+    torch.testing.assert_close(fast, full, atol=1e-5, rtol=1e-5)
+    for name in full_grads:
+        torch.testing.assert_close(fast_grads[name], full_grads[name], atol=1e-5, rtol=1e-5)

@@ -134,6 +134,7 @@ class MultiHeadFused(nn.Module):
 class MultiHeadAttention(nn.Module):
     """Multi-head self-attention, (b, n, d) -> (b, n, d): a fused qkv Linear (timm's layout)
     and F.scaled_dot_product_attention, with dropout on the weights and the output.
+    forward(x, queries=k): only the first k tokens ask, (b, k, d); all n still answer.
     `attention_maps(x)`: forward's weights (b, heads, n, n), as softmax(q k^T / sqrt(d/h))."""
 
     def __init__(
@@ -153,20 +154,27 @@ class MultiHeadAttention(nn.Module):
         self.proj = nn.Linear(dim, dim)
         self.proj_drop = nn.Dropout(proj_drop)
 
-    def _qkv(self, x: torch.Tensor):
+    def _qkv(self, x: torch.Tensor, queries: int = None):
         if x.ndim != 3 or x.shape[-1] != self.dim:
             raise ValueError(
                 f"expected tokens of shape (batch, tokens, {self.dim}), got {tuple(x.shape)}"
             )
         b, n, _ = x.shape
-        # "b n (three h d) -> three b h n d" as plain views, as in timm
-        qkv = self.qkv(x).view(b, n, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4)
-        return qkv.unbind(0)  # q, k, v: each (b, h, n, d/h)
+        if queries is None:  # "b n (three h d) -> three b h n d" as plain views, as in timm
+            qkv = self.qkv(x).view(b, n, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4)
+            return qkv.unbind(0)  # q, k, v: each (b, h, n, d/h)
+        # the first `queries` tokens' q rows (the first d rows of the weight), everyone's k, v
+        weight, bias = self.qkv.weight, self.qkv.bias
+        q = F.linear(x[:, :queries], weight[: self.dim], None if bias is None else bias[: self.dim])
+        kv = F.linear(x, weight[self.dim :], None if bias is None else bias[self.dim :])
+        q = q.view(b, -1, self.num_heads, self.dim // self.num_heads).transpose(1, 2)
+        k, v = kv.view(b, n, 2, self.num_heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
+        return q, k, v  # q (b, h, queries, d/h); k, v (b, h, n, d/h)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        q, k, v = self._qkv(x)
+    def forward(self, x: torch.Tensor, queries: int = None) -> torch.Tensor:
+        q, k, v = self._qkv(x, queries)
         p = self.attn_drop.p if self.training else 0.0
-        out = F.scaled_dot_product_attention(q, k, v, dropout_p=p)  # (b, h, n, d/h)
+        out = F.scaled_dot_product_attention(q, k, v, dropout_p=p)  # (b, h, queries, d/h)
         out = out.transpose(1, 2).flatten(2)  # "b h n d -> b n (h d)"
         return self.proj_drop(self.proj(out))
 
