@@ -258,8 +258,12 @@ def test_forward_equals_the_full_path_in_logits_and_every_gradient(seed):
         torch.manual_seed(seed)  # the same drop path draws on both paths
         logits = run(images)
         (logits * torch.arange(logits.shape[1])).sum().backward()
-        results.append((logits, {n: p.grad.clone() for n, p in model.named_parameters()}))
+        results.append(
+            (logits, {n: p.grad.clone() for n, p in model.named_parameters()})
+        )
     (fast, fast_grads), (full, full_grads) = results
     torch.testing.assert_close(fast, full, atol=1e-5, rtol=1e-5)
     for name in full_grads:
-        torch.testing.assert_close(fast_grads[name], full_grads[name], atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(
+            fast_grads[name], full_grads[name], atol=1e-5, rtol=1e-5
+        )

@@ -159,22 +159,24 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(
                 f"expected tokens of shape (batch, tokens, {self.dim}), got {tuple(x.shape)}"
             )
-        b, n, _ = x.shape
-        if queries is None:  # "b n (three h d) -> three b h n d" as plain views, as in timm
-            qkv = self.qkv(x).view(b, n, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4)
+        (b, n, d), h = x.shape, self.num_heads
+        if queries is None:
+            # "b n (three h d) -> three b h n d" as plain views, as in timm
+            qkv = self.qkv(x).view(b, n, 3, h, d // h).permute(2, 0, 3, 1, 4)
             return qkv.unbind(0)  # q, k, v: each (b, h, n, d/h)
-        # the first `queries` tokens' q rows (the first d rows of the weight), everyone's k, v
-        weight, bias = self.qkv.weight, self.qkv.bias
-        q = F.linear(x[:, :queries], weight[: self.dim], None if bias is None else bias[: self.dim])
-        kv = F.linear(x, weight[self.dim :], None if bias is None else bias[self.dim :])
-        q = q.view(b, -1, self.num_heads, self.dim // self.num_heads).transpose(1, 2)
-        k, v = kv.view(b, n, 2, self.num_heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
-        return q, k, v  # q (b, h, queries, d/h); k, v (b, h, n, d/h)
+        # q for the first `queries` tokens (the weight's first d rows); k, v for every token
+        w_q, w_kv = self.qkv.weight.split([d, 2 * d])
+        bias = self.qkv.bias
+        b_q, b_kv = (None, None) if bias is None else bias.split([d, 2 * d])
+        q = F.linear(x[:, :queries], w_q, b_q).view(b, -1, h, d // h).transpose(1, 2)
+        kv = F.linear(x, w_kv, b_kv).view(b, n, 2, h, d // h).permute(2, 0, 3, 1, 4)
+        return q, *kv.unbind(0)  # q (b, h, queries, d/h); k, v (b, h, n, d/h)
 
     def forward(self, x: torch.Tensor, queries: int = None) -> torch.Tensor:
         q, k, v = self._qkv(x, queries)
         p = self.attn_drop.p if self.training else 0.0
-        out = F.scaled_dot_product_attention(q, k, v, dropout_p=p)  # (b, h, queries, d/h)
+        # SDPA: (b, h, queries, d/h), every token's output when queries is None
+        out = F.scaled_dot_product_attention(q, k, v, dropout_p=p)
         out = out.transpose(1, 2).flatten(2)  # "b h n d -> b n (h d)"
         return self.proj_drop(self.proj(out))
 
