@@ -45,7 +45,8 @@ data: $(STAMP)
 execute: export data
 	env -u VITLIB_SMOKE -u VITLIB_STRICT_CHECKS $(BIN)/python scripts/execute.py $(NB)
 
-# --- the site's JavaScript, served by the site itself (no CDN): ipywidgets and MathJax, npm ci from the lock file ---
+# --- the site's JavaScript, served by the site itself (no CDN): ipywidgets, MathJax and, for page 8c's
+# live demo, onnxruntime-web (its WebAssembly build: one module with its loader, one .wasm); npm ci from the lock file ---
 js: $(JS)/dist/embed-amd.js
 
 $(JS)/dist/embed-amd.js: $(JS)/package.json $(JS)/package-lock.json
@@ -56,6 +57,9 @@ $(JS)/dist/embed-amd.js: $(JS)/package.json $(JS)/package-lock.json
 	  cp embed-amd.js *.woff *.woff2 *.ttf *.eot *.svg $(CURDIR)/$(JS)/dist/
 	cp $(JS)/node_modules/requirejs/require.js $(JS)/dist/
 	cp $(JS)/node_modules/mathjax/es5/tex-svg-full.js $(JS)/dist/mathjax-tex-svg.js
+	mkdir -p $(JS)/dist/ort
+	cp $(JS)/node_modules/onnxruntime-web/dist/ort.wasm.bundle.min.mjs \
+	  $(JS)/node_modules/onnxruntime-web/dist/ort-wasm-simd-threaded.wasm $(JS)/dist/ort/
 
 # --- the site: Jupyter Book 1, stored outputs, warnings are errors ---
 # (_build/html is removed first: when no page changed, Sphinx would not copy a changed _static file)

@@ -7,14 +7,10 @@ Skips where Debian's chromium or chromedriver is absent, and fails then under CI
 (conftest.py); CI installs both.
 """
 
-import functools
-import http.server
 import importlib.util
 import json
 import os
 import re
-import shutil
-import threading
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -23,14 +19,19 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "_build" / "html"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
 _spec = importlib.util.spec_from_file_location(
     "student_edition", ROOT / "scripts" / "student_edition.py"
 )
 student_edition = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(student_edition)
-CHAPTERS = student_edition.chapters()  # the chapter pages of _toc.yml, in reading order
+CHAPTERS = student_edition.chapters()
+_spec = importlib.util.spec_from_file_location(
+    "browser", ROOT / "scripts" / "browser.py"
+)
+site_browser = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(
+    site_browser
+)  # the chapter pages of _toc.yml, in reading order
 SCREENSHOTS = os.environ.get(
     "VITLIB_SCREENSHOTS"
 )  # a folder: save one screenshot per page
@@ -49,44 +50,14 @@ def server():
         pytest.fail(
             "the site is not built: run `make book` (make test builds it first)"
         )
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(Quiet, directory=str(SITE))
-    )
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
+    httpd = site_browser.serve(SITE)
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
     httpd.shutdown()
 
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-dev-shm-usage",
-        "--window-size=1280,2000",
-        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
-    ):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(60)
+    driver = site_browser.chromium(tmp_path_factory.mktemp("chromium-profile"))
     yield driver
     driver.quit()
 
@@ -104,7 +75,14 @@ def has_figure(path: Path) -> bool:
 
 
 def has_widget(path: Path) -> bool:
-    return "application/vnd.jupyter.widget-view+json" in path.read_text()
+    """An ipywidgets output the site shows (outputs tagged remove-output are not shown: the
+    kernel-free picker below them takes their place)."""
+    return any(
+        "remove-output" not in cell["metadata"].get("tags", [])
+        and "application/vnd.jupyter.widget-view+json"
+        in json.dumps(cell.get("outputs", []))
+        for cell in json.loads(path.read_text())["cells"]
+    )
 
 
 def has_math(path: Path) -> bool:
@@ -196,20 +174,266 @@ def test_chapter_page(server, browser, notebook):
         )
         browser.save_screenshot(str(Path(SCREENSHOTS) / f"{notebook.stem}.png"))
 
-    outside = browser.execute_script(
+    outside = site_browser.outside_fetches(browser, server)
+    assert not outside, f"the page fetched from outside the site: {outside}"
+    errors = site_browser.console_errors(browser)
+    assert not errors, f"the browser console reported errors: {errors}"
+
+
+# --- page 8c: the trained ViT runs in the browser -------------------------------------------
+
+
+def live_state(browser) -> dict:
+    return browser.execute_script(
+        "const r = document.querySelector('[data-live-vit]');"
+        "return {updates: +(r.dataset.updates || 0), image: r.dataset.image,"
+        " hidden: r.dataset.hidden, probabilities: r.dataset.probabilities,"
+        " rollout: r.dataset.rollout, error: r.dataset.error || null,"
+        " prediction: r.querySelector('.live-prediction')?.textContent || '',"
+        " overlay: r.querySelector('.live-overlay')?.toDataURL() || ''}"
+    )
+
+
+def wait_for_update(browser, after: int) -> dict:
+    wait_for(
+        browser,
+        f"const r = document.querySelector('[data-live-vit]');"
+        f"return r.dataset.error || +(r.dataset.updates || 0) > {after}",
+        "the live demo to update",
+    )
+    state = live_state(browser)
+    assert not state["error"], f"the live demo failed: {state['error']}"
+    return state
+
+
+def python_numbers(spec, image: int, hidden, fusion="mean", discard=0.0):
+    """What the demo should show, computed with onnxruntime and vitlib.rollout."""
+    import base64
+
+    import numpy as np
+    import onnxruntime
+    import torch
+
+    from vitlib.live import occlude
+    from vitlib.rollout import attention_rollout
+
+    h, w = spec["image_size"]
+    item = spec["images"][image]
+    pixels = np.frombuffer(base64.b64decode(item["pixels"]), dtype=np.uint8)
+    images = occlude(
+        torch.from_numpy(pixels.copy()).view(1, 1, h, w), hidden, spec["patch_size"]
+    )
+    x = (images.float() / 255 - spec["mean"][0]) / spec["std"][0]
+    session = onnxruntime.InferenceSession(str(SITE / "_static" / spec["model"]))
+    logits, attention = session.run(None, {"images": x.numpy()})
+    probabilities = torch.from_numpy(logits).softmax(-1)[0].double().numpy()
+    joint = attention_rollout(torch.from_numpy(attention).double(), fusion, discard)
+    return probabilities, joint[0, 0, 1:].numpy()
+
+
+def test_live_demo_runs_the_model_in_the_browser(server, browser):
+    import numpy as np
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    browser.get(f"{server}/notebooks/08c_live_demo.html")
+    wait_for(
+        browser,
+        "const r = document.querySelector('[data-live-vit]');"
+        "return r && (r.dataset.ready || r.dataset.error)",
+        "the live demo to load its model",
+        timeout=60,
+    )
+    spec = json.loads(
+        browser.execute_script(
+            "return document.querySelector(\"[data-live-vit] script[type='application/json']\").textContent"
+        )
+    )
+    first = live_state(browser)
+    assert not first["error"], f"the live demo failed: {first['error']}"
+    assert first["prediction"].strip(), "no top-1 text in .live-prediction"
+    expected_p, expected_rollout = python_numbers(spec, 0, [])
+    np.testing.assert_allclose(
+        json.loads(first["probabilities"]), expected_p, atol=1e-3
+    )
+    np.testing.assert_allclose(
+        json.loads(first["rollout"]), expected_rollout, atol=1e-4
+    )
+
+    # paint the patch at row 1, column 1 of the 4x4 grid: prediction and overlay change
+    canvas = browser.find_element(By.CSS_SELECTOR, "[data-live-vit] .live-image")
+    box = canvas.rect
+    rows, cols = (s // p for s, p in zip(spec["image_size"], spec["patch_size"]))
+    dx, dy = box["width"] * (1.5 / cols - 0.5), box["height"] * (1.5 / rows - 0.5)
+    ActionChains(browser).move_to_element_with_offset(canvas, dx, dy).click().perform()
+    painted = wait_for_update(browser, first["updates"])
+    assert json.loads(painted["hidden"]) == [cols + 1]
+    assert painted["prediction"] != first["prediction"], (
+        "painting left the prediction as it was"
+    )
+    assert painted["overlay"] != first["overlay"], (
+        "painting left the rollout overlay as it was"
+    )
+    expected_p, expected_rollout = python_numbers(spec, 0, [cols + 1])
+    np.testing.assert_allclose(
+        json.loads(painted["probabilities"]), expected_p, atol=1e-3
+    )
+    np.testing.assert_allclose(
+        json.loads(painted["rollout"]), expected_rollout, atol=1e-4
+    )
+
+    # rollout's options, as vitlib.rollout: the max of the heads, half the links dropped
+    Select(browser.find_element(By.CSS_SELECTOR, ".live-fusion")).select_by_value("max")
+    state = wait_for_update(browser, painted["updates"])
+    browser.execute_script(
+        "const s = document.querySelector('.live-discard'); s.value = 0.5;"
+        "s.dispatchEvent(new Event('input'))"
+    )
+    wait_for(
+        browser,
+        f"return +document.querySelector('[data-live-vit]').dataset.updates > {state['updates']}"
+        f" && document.querySelector('[data-live-vit]').dataset.updates",
+        "the discard update",
+    )
+    wait_for_update(browser, state["updates"])
+    state = live_state(browser)
+    _, expected_rollout = python_numbers(spec, 0, [cols + 1], "max", 0.5)
+    np.testing.assert_allclose(
+        json.loads(state["rollout"]), expected_rollout, atol=1e-4
+    )
+
+    # another image from the strip: a mistake, every patch shown again
+    wrong = next(
+        i for i, im in enumerate(spec["images"]) if im["label"] != im["prediction"]
+    )
+    browser.find_elements(By.CSS_SELECTOR, ".live-thumbnails canvas")[wrong].click()
+    state = wait_for_update(browser, state["updates"])
+    assert state["image"] == str(wrong) and json.loads(state["hidden"]) == []
+    expected_p, _ = python_numbers(spec, wrong, [], "max", 0.5)
+    np.testing.assert_allclose(
+        json.loads(state["probabilities"]), expected_p, atol=1e-3
+    )
+    assert int(np.argmax(expected_p)) == spec["images"][wrong]["prediction"]
+
+    fetched = browser.execute_script(
         "return performance.getEntriesByType('resource').map(e => e.name)"
     )
-    outside = [
-        url
-        for url in outside
-        if not url.startswith(server) and not url.startswith("data:")
-    ]
+    assert any(u.endswith("fashion_vit.onnx") for u in fetched)
+    outside = site_browser.outside_fetches(browser, server)
     assert not outside, f"the page fetched from outside the site: {outside}"
-
-    # pydata-sphinx-theme reports a first visit's empty stored theme as an error, then uses "auto".
-    errors = [
-        e["message"]
-        for e in browser.get_log("browser")
-        if e["level"] == "SEVERE" and "Got invalid theme mode" not in e["message"]
-    ]
+    errors = site_browser.console_errors(browser)
     assert not errors, f"the browser console reported errors: {errors}"
+
+
+# --- the chapters' pickers without a kernel (book/static/vit-widgets.js) --------------------
+
+
+def widget_state(browser, kind: str) -> dict:
+    return browser.execute_script(
+        f"const r = document.querySelector('[data-vit-widget=\"{kind}\"]');"
+        "return r && {draws: +(r.dataset.draws || 0), error: r.dataset.error || null,"
+        " heat: r.dataset.heat || null, text: r.textContent,"
+        " pictures: [...r.querySelectorAll('canvas')].map(c => c.toDataURL())}"
+    )
+
+
+def move(browser, kind: str, control: str, value) -> None:
+    """Set a picker's control (the n-th range input or select, as 'range:0') and fire it."""
+    tag, index = control.split(":")
+    element = "input[type=range]" if tag == "range" else "select"
+    browser.execute_script(
+        f"const r = document.querySelector('[data-vit-widget=\"{kind}\"]');"
+        f"const c = r.querySelectorAll('{element}')[{index}]; c.value = arguments[0];"
+        f"c.dispatchEvent(new Event('{'input' if tag == 'range' else 'change'}'))",
+        str(value),
+    )
+
+
+def open_widget(browser, server, page: str, kind: str) -> dict:
+    browser.get(f"{server}/notebooks/{page}.html")
+    wait_for(
+        browser,
+        f"const r = document.querySelector('[data-vit-widget=\"{kind}\"]');"
+        "return r && (+(r.dataset.draws || 0) > 0 || r.dataset.error)",
+        f"the {kind} picker of page {page} to draw",
+    )
+    state = widget_state(browser, kind)
+    assert not state["error"], f"the picker failed: {state['error']}"
+    # the dead ipywidgets output is not on the page
+    assert not browser.execute_script(
+        "return document.querySelector('.jupyter-widgets')"
+    )
+    return state
+
+
+def moved(browser, kind, control, value, before) -> dict:
+    move(browser, kind, control, value)
+    wait_for(
+        browser,
+        f"return +document.querySelector('[data-vit-widget=\"{kind}\"]').dataset.draws"
+        f" > {before['draws']}",
+        f"the {kind} picker to redraw",
+    )
+    after = widget_state(browser, kind)
+    assert after["pictures"] != before["pictures"], (
+        "moving the control left the picture as it was"
+    )
+    return after
+
+
+def test_chapter1_patch_size_slider_redraws_the_grid(server, browser):
+    state = open_widget(browser, server, "01_patches", "patch-grid")
+    assert "patch 16: a 14 x 14 grid, 196 tokens" in state["text"]
+    state = moved(browser, "patch-grid", "range:0", 0, state)  # the smallest size, 4
+    assert "patch 4: a 56 x 56 grid, 3136 tokens" in state["text"]
+
+
+@pytest.mark.parametrize("page", ["02_positions", "03_attention"])
+def test_chapters_2_and_3_patch_pickers_show_each_patchs_map(server, browser, page):
+    state = open_widget(browser, server, page, "patch-maps")
+    first = json.loads(state["heat"])
+    assert len(first) == 196
+    state = moved(browser, "patch-maps", "range:0", 0, state)  # row 0
+    assert json.loads(state["heat"]) != first
+
+
+def test_chapter8_explorer_switches_layer_head_fusion_and_discard(server, browser):
+    import base64
+
+    import numpy as np
+    import torch
+
+    from vitlib.rollout import select_map
+
+    state = open_widget(browser, server, "08b_attention_maps", "attention-explorer")
+    spec = json.loads(
+        browser.execute_script(
+            'return document.querySelector(\'[data-vit-widget="attention-explorer"] '
+            'script[type="application/json"]\').textContent'
+        )
+    )
+    shape = (len(spec["images"]), spec["layers"], spec["heads"], spec["n"], spec["n"])
+    maps = np.frombuffer(base64.b64decode(spec["maps"]), dtype=np.float32).reshape(
+        shape
+    )
+    per_layer = [torch.from_numpy(maps[:, i].copy()) for i in range(spec["layers"])]
+
+    def expected(image, layer, head, fusion, discard):
+        heat, _ = select_map(per_layer, image, layer, head, fusion, discard)
+        return heat.flatten().double().numpy()
+
+    np.testing.assert_allclose(
+        json.loads(state["heat"]), expected(0, -1, -1, "mean", 0.0), atol=1e-5
+    )
+    for control, value, settings in [
+        ("select:3", "max", (0, -1, -1, "max", 0.0)),  # fusion
+        ("range:0", 0.5, (0, -1, -1, "max", 0.5)),  # discard
+        ("select:0", 5, (5, -1, -1, "max", 0.5)),  # image
+        ("select:1", 1, (5, 1, -1, "max", 0.5)),  # layer 2
+        ("select:2", 3, (5, 1, 3, "max", 0.5)),  # head 4
+    ]:
+        state = moved(browser, "attention-explorer", control, value, state)
+        np.testing.assert_allclose(
+            json.loads(state["heat"]), expected(*settings), atol=1e-5
+        )

@@ -16,6 +16,7 @@ from . import (
     attention,
     block,
     data,
+    live,
     loop,
     model,
     patches,
@@ -28,6 +29,7 @@ from . import (
 from .attention import MultiHeadAttention
 from .block import DropPath, TransformerBlock, TransformerEncoder
 from .data import DeviceLoader, ImageData, cifar10, fashion_mnist
+from .live import occlude, to_onnx
 from .model import (
     PRESETS,
     ViT,
@@ -51,6 +53,7 @@ __all__ = [
     "attention",
     "block",
     "data",
+    "live",
     "loop",
     "model",
     "patches",
@@ -80,12 +83,14 @@ __all__ = [
     "heatmap_overlay",
     "load_weights",
     "mean_attention_distance",
+    "occlude",
     "parameter_counts",
     "patch_grid",
     "patchify",
     "plot_overlays",
     "resample_pos_embed",
     "sincos_2d",
+    "to_onnx",
     "to_timm_state_dict",
     "unpatchify",
     "vit_base",

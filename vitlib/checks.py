@@ -11,7 +11,7 @@ __all__ = ['TOKEN_COUNTS', 'ATTENTION_SHORTCUTS', 'SOFTMAX', 'CheckFailed', 'str
            'check_split_qkv', 'check_hub_key_to_vitlib', 'check_fixed_normalise', 'check_crop_batch',
            'check_fixed_confusion', 'check_clip_gradients', 'check_fixed_shard', 'check_save_atomically',
            'check_fixed_mixup', 'check_smoothed_cross_entropy', 'check_fixed_upsample', 'check_blend',
-           'check_fixed_rollout_step', 'check_head_distance']
+           'check_fixed_rollout_step', 'check_head_distance', 'check_rollout_numpy', 'check_fixed_occlude']
 
 # %% ../notebooks/appendix_b_checks.ipynb #c004
 import contextlib
@@ -34,6 +34,7 @@ from torch import nn
 
 from .attention import MultiHeadAttention
 from .block import TransformerBlock
+from .live import occlude
 from .model import ViT, ViTConfig, parameter_counts
 from .patches import PatchEmbed, patchify, unpatchify
 from .positions import learned_pos_embed, prepend_cls
@@ -1304,4 +1305,64 @@ def check_head_distance(fn) -> bool:
             "vitlib.rollout.patch_distances",
             "vitlib.rollout.mean_attention_distance",
         ),
+    )
+
+# %% ../notebooks/appendix_b_checks.ipynb #c035
+def check_rollout_numpy(fn) -> bool:
+    """Exercise 8c.1: `fn(attention)` takes one image's maps as a NumPy array (layers, heads,
+    n, n) and returns the class token's rollout row without itself, (n - 1,): the heads fused
+    by their mean, no discard, without attention_rollout or fuse_heads."""
+
+    def reference(attention):
+        maps = torch.from_numpy(attention).double()[:, None]  # (layers, 1, heads, n, n)
+        return attention_rollout(maps)[0, 0, 1:]
+
+    def answer(attention):
+        return torch.as_tensor(np.asarray(fn(attention), dtype=np.float64))
+
+    g = case_generator()
+    cases = [
+        (torch.softmax(2 * torch.randn(layers, heads, n, n, generator=g), -1).numpy(),)
+        for layers, heads, n in [(1, 1, 5), (4, 4, 17), (3, 2, 10), (6, 3, 50)]
+    ]
+    hint = "per layer: a = maps.mean(0) + I; a /= a.sum(-1, keepdims=True); joint = a @ joint; then joint[0, 1:]"
+    return check_function(
+        "Exercise 8c.1, rollout in NumPy",
+        answer,
+        reference,
+        cases,
+        atol=1e-5,
+        hint=hint,
+        forbid=("vitlib.rollout.attention_rollout", "vitlib.rollout.fuse_heads"),
+    )
+
+
+def check_fixed_occlude(fn) -> bool:
+    """Exercise 8c.2: `fn(images, patches, patch_size)` is the exercise's occlusion with its
+    bug fixed: a copy of the uint8 images (b, c, H, W) with the listed patches, numbered row
+    by row, set to 0; for square and oblong images, without vitlib.live.occlude."""
+
+    def answer(images, patches, patch_size):
+        before = images.clone()
+        out = fn(images, patches, patch_size)
+        if not torch.equal(images, before):
+            raise ValueError("the images passed in were changed: paint a copy")
+        return out
+
+    g = case_generator()
+    cases = []
+    for b, c, h, w, p in [(1, 1, 28, 28, 7), (2, 3, 8, 12, 4), (1, 1, 6, 15, 3)]:
+        images = torch.randint(1, 256, (b, c, h, w), generator=g, dtype=torch.uint8)
+        n = (h // p) * (w // p)
+        patches = torch.randperm(n, generator=g)[: max(2, n // 3)].tolist()
+        cases.append((images, patches, p))
+    hint = "patch k sits at row k // w and column k % w, w the number of patches across"
+    return check_function(
+        "Exercise 8c.2, occlusion fixed",
+        answer,
+        occlude,
+        cases,
+        atol=0,
+        hint=hint,
+        forbid=("vitlib.live.occlude",),
     )
