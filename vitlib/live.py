@@ -7,6 +7,7 @@ __all__ = ['OPSET', 'FALLBACK', 'WithAttention', 'to_onnx', 'occlude', 'demo_spe
 import base64
 import html
 import json
+import logging
 from pathlib import Path
 
 import torch
@@ -83,6 +84,11 @@ def to_onnx(model: ViT, path, opset: int = OPSET, metadata: dict = None) -> Path
     c, was_training = model.config, model.training
     example = torch.zeros(2, c.in_channels, *pair(c.img_size))
     wrapped = WithAttention(model).eval()
+    # the exporter's optimizer notes each constant it leaves unfolded (the last block's split
+    # qkv weight): harmless, and not for the reader's page
+    optimizer_log = logging.getLogger("onnxscript.optimizer")
+    level = optimizer_log.level
+    optimizer_log.setLevel(logging.ERROR)
     try:
         program = torch.onnx.export(
             wrapped,
@@ -96,6 +102,7 @@ def to_onnx(model: ViT, path, opset: int = OPSET, metadata: dict = None) -> Path
         )
     finally:
         model.train(was_training)
+        optimizer_log.setLevel(level)
     proto = program.model_proto
     for node in proto.graph.node:  # the exporter's notes: source lines, local paths
         del node.metadata_props[:]

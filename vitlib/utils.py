@@ -211,7 +211,12 @@ def png_data_url(image) -> str:
         image = (image.float().clamp(0, 1) * 255).round().to(torch.uint8)
     pixels = image.permute(1, 2, 0).numpy()
     buffer = io.BytesIO()
-    plt.imsave(buffer, pixels[..., 0] if pixels.shape[-1] == 1 else pixels, cmap="gray", format="png")
+    plt.imsave(
+        buffer,
+        pixels[..., 0] if pixels.shape[-1] == 1 else pixels,
+        cmap="gray",
+        format="png",
+    )
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
 
 
@@ -223,7 +228,9 @@ def quantized(values) -> dict:
     values = torch.as_tensor(values).detach().double().cpu()
     low, high = values.min().item(), values.max().item()
     steps = ((values - low) / ((high - low) or 1) * 255).round().to(torch.uint8)
-    return dict(maps=base64.b64encode(steps.numpy().tobytes()).decode(), low=low, high=high)
+    return dict(
+        maps=base64.b64encode(steps.numpy().tobytes()).decode(), low=low, high=high
+    )
 
 # %% ../notebooks/appendix_a_utils.ipynb #c021
 WIDGET_KINDS = ("patch-grid", "patch-maps", "attention-explorer")
@@ -240,7 +247,9 @@ def page_widget(kind: str, spec: dict):
 
     if kind not in WIDGET_KINDS:
         raise ValueError(f"unknown widget kind {kind!r}: choose one of {WIDGET_KINDS}")
-    payload = json.dumps(spec).replace("</", "<\\/")  # nothing in it may close the <script>
+    payload = json.dumps(spec).replace(
+        "</", "<\\/"
+    )  # nothing in it may close the <script>
     note = (
         "This picker runs in the browser on the book's website. In Jupyter or Colab, use "
         "the ipywidgets version above it, which computes in the kernel."
