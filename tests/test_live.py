@@ -202,3 +202,42 @@ def test_demo_spec_and_html():
     )  # the payload closes no script: its own and two src
     with pytest.raises(ValueError, match="uint8 grey"):
         demo_spec(model, "m.onnx", images.float(), [0] * 3, classes, [0.3], [0.35])
+
+
+def test_the_committed_site_model_is_the_one_page_8c_shows():
+    # the page's stored demo lists each image with the committed file's prediction, and the
+    # file carries the accuracy the page printed: a file and a page from different runs differ
+    import base64
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    model_file = root / "book" / "static" / "live" / "fashion_vit.onnx"
+    page = json.loads((root / "notebooks" / "08c_live_demo.ipynb").read_text())
+    outputs = [
+        o for c in page["cells"] if c["cell_type"] == "code" for o in c["outputs"]
+    ]
+    html_out = next(
+        o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})
+    )
+    spec = json.loads(
+        re.search(
+            r'<script type="application/json">(.*?)</script>', "".join(html_out), re.S
+        ).group(1)
+    )
+    assert spec["model"] == "live/fashion_vit.onnx"
+    h, w = spec["image_size"]
+    pixels = [
+        np.frombuffer(base64.b64decode(im["pixels"]), np.uint8) for im in spec["images"]
+    ]
+    x = (
+        np.stack(pixels).reshape(-1, 1, h, w).astype(np.float32) / 255 - spec["mean"][0]
+    ) / spec["std"][0]
+    logits, _ = run(model_file, torch.from_numpy(x))
+    assert logits.argmax(1).tolist() == [im["prediction"] for im in spec["images"]]
+    props = {
+        p.key: json.loads(p.value) for p in onnx.load(str(model_file)).metadata_props
+    }
+    printed = "".join(t for o in outputs for t in o.get("text", []))
+    assert f"test accuracy {props['vitlib.accuracy']:.2%}" in printed
+    assert spec["about"].endswith(f"{props['vitlib.accuracy']:.2%}")
