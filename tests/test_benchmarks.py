@@ -42,3 +42,24 @@ def test_benchmark_runs(script):
         assert "mean_final_test_accuracy=" in lines[-1] and " device=cpu" in lines[-1]
     else:
         assert "ratio" in result.stdout
+
+
+def test_token_cost_counts_the_published_multiply_adds():
+    # DeiT's Table 1 (Touvron et al., 2021): ViT-Ti/16, -S/16, -B/16 at 224 px take 1.3, 4.6
+    # and 17.6 G multiply-adds (the paper's "FLOPs"); flop_counter counts two per multiply-add
+    import importlib.util
+
+    import torch
+
+    spec = importlib.util.spec_from_file_location(
+        "token_cost", ROOT / "benchmarks" / "token_cost.py"
+    )
+    token_cost = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(token_cost)
+    for name, published in [("ViT-Ti", 1.3), ("ViT-S", 4.6), ("ViT-B", 17.6)]:
+        with torch.device("meta"):
+            model = token_cost.PRESETS[name]()
+            images = torch.empty(1, 3, 224, 224)
+        flops, attention = token_cost.forward_flops(model, images)
+        assert round(flops / 2e9, 1) == published, name
+        assert 0 < attention < flops
