@@ -2,7 +2,7 @@
 
 # %% auto #0
 __all__ = ['attend', 'check_heads', 'AttentionHead', 'show_attention', 'MultiHeadList', 'MultiHeadEinsum', 'MultiHeadFused',
-           'MultiHeadAttention', 'copy_fused_weights']
+           'qkv_heads', 'MultiHeadAttention', 'copy_fused_weights']
 
 # %% ../notebooks/03_attention.ipynb #c003
 import torch
@@ -130,6 +130,23 @@ class MultiHeadFused(nn.Module):
         out, _ = attend(q, k, v)
         return self.proj(rearrange(out, "b h n d -> b n (h d)"))
 
+# %% ../notebooks/03_attention.ipynb #c030b
+def qkv_heads(
+    qkv: nn.Linear, x: torch.Tensor, heads: int, queries: int = None
+) -> tuple:
+    """q, k, v, each (b, heads, n, d/heads), from tokens x (b, n, d) and a fused qkv Linear in
+    timm's layout (rows: Q, then K, then V). With `queries`=k, q is (b, heads, k, d/heads):
+    the first k tokens' queries only, from the weight's first d rows."""
+    (b, n, d), h = x.shape, heads
+    if queries is None:
+        # "b n (three h d) -> three b h n d" as plain views, as in timm
+        return qkv(x).view(b, n, 3, h, d // h).permute(2, 0, 3, 1, 4).unbind(0)
+    w_q, w_kv = qkv.weight.split([d, 2 * d])  # views: the Q rows, the K and V rows
+    b_q, b_kv = (None, None) if qkv.bias is None else qkv.bias.split([d, 2 * d])
+    q = F.linear(x[:, :queries], w_q, b_q).view(b, -1, h, d // h).transpose(1, 2)
+    kv = F.linear(x, w_kv, b_kv).view(b, n, 2, h, d // h).permute(2, 0, 3, 1, 4)
+    return q, *kv.unbind(0)
+
 # %% ../notebooks/03_attention.ipynb #c031
 class MultiHeadAttention(nn.Module):
     """Multi-head self-attention, (b, n, d) -> (b, n, d): a fused qkv Linear (timm's layout)
@@ -159,18 +176,7 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(
                 f"expected tokens of shape (batch, tokens, {self.dim}), got {tuple(x.shape)}"
             )
-        (b, n, d), h = x.shape, self.num_heads
-        if queries is None:
-            # "b n (three h d) -> three b h n d" as plain views, as in timm
-            qkv = self.qkv(x).view(b, n, 3, h, d // h).permute(2, 0, 3, 1, 4)
-            return qkv.unbind(0)  # q, k, v: each (b, h, n, d/h)
-        # q for the first `queries` tokens (the weight's first d rows); k, v for every token
-        w_q, w_kv = self.qkv.weight.split([d, 2 * d])
-        bias = self.qkv.bias
-        b_q, b_kv = (None, None) if bias is None else bias.split([d, 2 * d])
-        q = F.linear(x[:, :queries], w_q, b_q).view(b, -1, h, d // h).transpose(1, 2)
-        kv = F.linear(x, w_kv, b_kv).view(b, n, 2, h, d // h).permute(2, 0, 3, 1, 4)
-        return q, *kv.unbind(0)  # q (b, h, queries, d/h); k, v (b, h, n, d/h)
+        return qkv_heads(self.qkv, x, self.num_heads, queries)
 
     def forward(self, x: torch.Tensor, queries: int = None) -> torch.Tensor:
         q, k, v = self._qkv(x, queries)
