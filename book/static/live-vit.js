@@ -13,7 +13,7 @@
   "use strict";
   const script = document.currentScript;
   const staticDir = script.src.slice(0, script.src.lastIndexOf("/"));
-  const widgets = window.vitWidgets; // vit-widgets.js, loaded before this file: rollout, colours
+  const widgets = window.vitWidgets; // vit-widgets.js, loaded before this file: rollout and helpers
 
   function softmax(logits) {
     const top = Math.max(...logits);
@@ -22,19 +22,7 @@
     return e.map((x) => x / sum);
   }
 
-  function decodePixels(base64) {
-    const text = atob(base64);
-    const out = new Uint8Array(text.length);
-    for (let i = 0; i < text.length; i++) out[i] = text.charCodeAt(i);
-    return out;
-  }
-
-  function element(tag, attributes, parent) {
-    const e = document.createElement(tag);
-    Object.assign(e, attributes || {});
-    if (parent) parent.appendChild(e);
-    return e;
-  }
+  const { decode, element } = widgets; // base64 to bytes, and a DOM helper
 
   // --- one demo ------------------------------------------------------------------------
   async function start(root) {
@@ -46,7 +34,7 @@
     const session = await ort.InferenceSession.create(staticDir + "/" + spec.model, {
       executionProviders: ["wasm"],
     });
-    const images = spec.images.map((im) => Object.assign({}, im, { pixels: decodePixels(im.pixels) }));
+    const images = spec.images.map((im) => Object.assign({}, im, { pixels: decode(im.pixels) }));
     const [height, width] = spec.image_size;
     const [ph, pw] = spec.patch_size;
     const rows = height / ph, cols = width / pw;

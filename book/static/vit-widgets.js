@@ -323,7 +323,7 @@
     });
   }
 
-  window.vitWidgets = { rollout, fuseHeads, discardWeakest, colour, start };
+  window.vitWidgets = { rollout, fuseHeads, discardWeakest, colour, decode, element, start };
   const startAll = () => document.querySelectorAll("[data-vit-widget]").forEach(start);
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", startAll);
   else startAll();
