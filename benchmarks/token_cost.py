@@ -14,7 +14,8 @@ tokens at 224), counted on PyTorch's meta device (shapes only, no memory, no tim
   attention; a tensor saved by two operations counts twice, so this is an upper bound.
 
 Both count every token through every block, as a ViT in general does (vitlib's forward skips
-the last block's other rows, page 5a).
+the last block's other rows, page 5a); the counting is vitlib.cnn's forward_flops and
+saved_bytes (page 9).
 
 Where a CUDA GPU is present, the peak memory of a real float32 training step per image is
 measured for ViT-S/16 too (torch.cuda.max_memory_allocated, weights and their gradients
@@ -25,43 +26,12 @@ smallest token count, for the log.
 import argparse
 
 import torch
-from torch.utils.flop_counter import FlopCounterMode
 
+from vitlib.cnn import forward_flops, saved_bytes
 from vitlib.model import vit_base, vit_small, vit_tiny
 from vitlib.utils import hardware, log_header, pick
 
 PRESETS = {"ViT-Ti": vit_tiny, "ViT-S": vit_small, "ViT-B": vit_base}
-
-
-def full_forward(model, images):
-    """Every token through every block: the cost of a ViT in general (vitlib's own forward
-    computes only the class token's row in the last block, page 5a)."""
-    return model.forward_head(model.forward_features(images))
-
-
-def forward_flops(model, images) -> tuple:
-    """(all FLOPs, attention's FLOPs) of one forward pass, counted per operation."""
-    with FlopCounterMode(display=False) as counter:
-        full_forward(model, images)
-    per_op = {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}
-    return counter.get_total_flops(), per_op.get("aten.bmm", 0)
-
-
-def saved_bytes(model, images) -> int:
-    """Bytes of the activations autograd saves for the backward pass in one forward pass:
-    every saved tensor but the weights themselves (and views of them)."""
-    weights = {id(p) for p in model.parameters()} | {id(b) for b in model.buffers()}
-    total = 0
-
-    def pack(tensor):
-        nonlocal total
-        if id(tensor) not in weights and id(tensor._base) not in weights:
-            total += tensor.numel() * tensor.element_size()
-        return tensor
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        full_forward(model, images)
-    return total
 
 
 def cuda_peak_per_image(batch: int) -> float:

@@ -329,7 +329,10 @@ TINY = [
     [
         (["--dataset", "mnist"], "['cifar10', 'fashion-mnist']"),
         (["--preset", "huge"], "'fashion', 'large', 'small', 'tiny'"),
-        (["--recipe", "fast"], "['cifar10-gpu', 'fashion-cpu', 'fashion-gpu']"),
+        (
+            ["--recipe", "fast"],
+            "['cifar10-gpu', 'fashion-cpu', 'fashion-cpu-stem', 'fashion-gpu']",
+        ),
     ],
 )
 def test_cli_lists_the_valid_names(args, valid, tmp_path, capsys):

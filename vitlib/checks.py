@@ -11,7 +11,8 @@ __all__ = ['TOKEN_COUNTS', 'ATTENTION_SHORTCUTS', 'SOFTMAX', 'CheckFailed', 'str
            'check_split_qkv', 'check_hub_key_to_vitlib', 'check_fixed_normalise', 'check_crop_batch',
            'check_fixed_confusion', 'check_clip_gradients', 'check_fixed_shard', 'check_save_atomically',
            'check_fixed_mixup', 'check_smoothed_cross_entropy', 'check_fixed_upsample', 'check_blend',
-           'check_fixed_rollout_step', 'check_head_distance', 'check_rollout_numpy', 'check_fixed_occlude']
+           'check_fixed_rollout_step', 'check_head_distance', 'check_rollout_numpy', 'check_fixed_occlude',
+           'check_shift_by_hand', 'check_fixed_principal_filters', 'check_hard_distillation_loss']
 
 # %% ../notebooks/appendix_b_checks.ipynb #c004
 import contextlib
@@ -34,6 +35,7 @@ from torch import nn
 
 from .attention import MultiHeadAttention
 from .block import TransformerBlock
+from .cnn import principal_filters, shift
 from .live import occlude
 from .model import ViT, ViTConfig, parameter_counts
 from .patches import PatchEmbed, patchify, unpatchify
@@ -1365,4 +1367,87 @@ def check_fixed_occlude(fn) -> bool:
         atol=0,
         hint=hint,
         forbid=("vitlib.live.occlude",),
+    )
+
+# %% ../notebooks/appendix_b_checks.ipynb #c039
+def check_shift_by_hand(fn) -> bool:
+    """Exercise 9.1: `fn(images, right, down)` moves images (b, c, h, w) right and down,
+    zeros where nothing came from, without vitlib.cnn.shift."""
+    g = case_generator()
+    cases = [(torch.arange(1, 17).reshape(1, 1, 4, 4), 1, 2)]
+    for b, c, h, w in [(2, 1, 28, 28), (1, 3, 8, 5), (3, 2, 6, 6)]:
+        images = torch.randint(0, 256, (b, c, h, w), generator=g, dtype=torch.uint8)
+        cases.append((images, randint(g, 0, w - 1), randint(g, 0, h - 1)))
+    cases.append((torch.randn(2, 1, 5, 5, generator=g), 0, 0))
+    hint = "start from torch.zeros_like(images); copy images[..., :h - down, :w - right] into out[..., down:, right:]"
+    return check_function(
+        "Exercise 9.1, shift by hand",
+        fn,
+        shift,
+        cases,
+        atol=0,
+        hint=hint,
+        forbid=("vitlib.cnn.shift",),
+    )
+
+
+def _signed(components: torch.Tensor) -> torch.Tensor:
+    """Principal components (k, ...) with the sign of each chosen: its largest entry > 0."""
+    flat = components.reshape(len(components), -1).double()
+    top = flat.gather(1, flat.abs().argmax(1, keepdim=True))
+    return (flat * top.sign()).reshape(components.shape)
+
+
+def check_fixed_principal_filters(fn) -> bool:
+    """Exercise 9.2: `fn(weight, k)` is the first k principal components of the filters
+    (d, c, p, p), centred first, each (c, p, p) of length one; a component's sign is free."""
+
+    def reference(weight, k):
+        return _signed(principal_filters(weight, k)[0])
+
+    def answer(weight, k):
+        got = fn(weight, k)
+        return _signed(torch.as_tensor(got)) if torch.is_tensor(got) else got
+
+    g = case_generator()
+    cases = []
+    for d, c, p, k in [(64, 1, 7, 4), (32, 3, 4, 3), (48, 1, 5, 2)]:
+        offset = torch.randn(1, c, p, p, generator=g)
+        # a distinct spread along every direction: the components are well defined
+        scale = torch.linspace(3, 0.5, c * p * p).reshape(1, c, p, p)
+        cases.append((offset + scale * torch.randn(d, c, p, p, generator=g), k))
+    return check_function(
+        "Exercise 9.2, principal filters fixed",
+        answer,
+        reference,
+        cases,
+        atol=1e-4,
+        hint="subtract the mean filter (flat.mean(0)) before the SVD",
+        forbid=("vitlib.cnn.principal_filters",),
+    )
+
+
+def check_hard_distillation_loss(fn) -> bool:
+    """Exercise 9.4: `fn(both, labels, teacher_logits, smoothing)` is DeiT's hard
+    distillation loss, without vitlib.cnn.Distillation."""
+
+    def reference(both, labels, teacher_logits, smoothing):
+        ce = F.cross_entropy(both[:, 0], labels, label_smoothing=smoothing)
+        return (ce + F.cross_entropy(both[:, 1], teacher_logits.argmax(1))) / 2
+
+    g = case_generator()
+    cases = []
+    for b, classes, smoothing in [(4, 10, 0.1), (8, 3, 0.0), (5, 7, 0.2)]:
+        both = torch.randn(b, 2, classes, generator=g)
+        labels = torch.randint(0, classes, (b,), generator=g)
+        cases.append((both, labels, torch.randn(b, classes, generator=g), smoothing))
+    hint = "smooth only the class head's loss; the distillation head's target is teacher_logits.argmax(1)"
+    return check_function(
+        "Exercise 9.4, hard distillation loss",
+        fn,
+        reference,
+        cases,
+        atol=1e-5,
+        hint=hint,
+        forbid=("vitlib.cnn.Distillation",),
     )

@@ -3,7 +3,7 @@
 # %% auto #0
 __all__ = ['CHECKPOINT', 'TRAIN_STATE', 'FORMAT', 'HISTORY_KEYS', 'checkpoints', 'save_checkpoint', 'load_checkpoint',
            'distributed', 'all_sum', 'evaluate_all', 'precision', 'compiled', 'Diverged', 'first_non_finite',
-           'train_epoch', 'train', 'main']
+           'train_epoch', 'train', 'load_teacher', 'main']
 
 # %% ../notebooks/06c_training_for_real.ipynb #c003
 import argparse
@@ -23,17 +23,19 @@ from safetensors.torch import load_file, save_file
 from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
+from .cnn import ARCHITECTURES, Distillation, build_model
 from .data import DATASETS, atomic_write, load_dataset, mix_seed
 from vitlib.loop import (
     RECIPES,
     Recipe,
     TrainConfig,
     batches,
+    classify,
     make_optimizer,
     predict,
     train_step,
 )
-from .model import PRESETS, ViT, ViTConfig, create_vit
+from .model import PRESETS, ViTConfig
 from .utils import amp_dtype, grad_scaler, hardware
 
 # %% ../notebooks/06c_training_for_real.ipynb #c006
@@ -78,9 +80,11 @@ def save_checkpoint(
     scaler=None,
     epoch=0,
     history=None,
+    dataset=None,
 ) -> Path:
-    """Write out/epoch-NNNN/: model.safetensors (weights; configs and epoch as metadata)
-    and, with an optimizer, train_state.safetensors. Written as a .partial folder and
+    """Write out/epoch-NNNN/: model.safetensors (weights; the model's class and configs,
+    the epoch and the dataset's name as metadata) and, with an optimizer,
+    train_state.safetensors. Written as a .partial folder and
     renamed when whole; then older checkpoints go. Returns the folder."""
     out = Path(out)
     for left in [*out.glob("*.partial"), *out.glob("*.old")]:  # left by a crash
@@ -90,6 +94,10 @@ def save_checkpoint(
     partial.mkdir(parents=True)
     meta = {
         "format": FORMAT,
+        "architecture": type(
+            model
+        ).__name__,  # ViT, or chapter 9's ResNet and HelpedViT
+        "dataset": dataset,
         "model_config": json.dumps(asdict(model.config)),
         "train_config": json.dumps(asdict(config) if config else None),
         "epoch": epoch,
@@ -135,6 +143,11 @@ def _metadata(path: Path) -> dict:
     return meta
 
 
+def _as_json(config) -> dict:
+    """A config as its checkpoint stores it: JSON types (a tuple comes back a list)."""
+    return json.loads(json.dumps(asdict(config)))
+
+
 def _differences(saved: dict, current: dict) -> str:
     keys = sorted(set(saved) | set(current))
     diffs = [f"{k}: {saved.get(k)!r} there, {current.get(k)!r} here" for k in keys]
@@ -143,18 +156,19 @@ def _differences(saved: dict, current: dict) -> str:
 # %% ../notebooks/06c_training_for_real.ipynb #c011
 def load_checkpoint(path, model=None, device="cpu"):
     """Read a checkpoint without unpickling anything: a model.safetensors, its folder, or a
-    run's folder (then its newest checkpoint). Without a model, builds the ViT from the
-    stored config. Returns (model, info) with "model_config", "train_config", "epoch" and
+    run's folder (then its newest checkpoint). Without a model, builds one from the
+    stored class and config (a ViT, or chapter 9's models). Returns (model, info) with "model_config", "train_config", "epoch" and
     "folder"; a model of another config gets a ValueError naming the fields that differ."""
     path = _checkpoint_file(path)
     meta = _metadata(path)
     saved = json.loads(meta["model_config"])
     if model is None:
-        model = ViT(ViTConfig(**saved))
-    elif saved != asdict(model.config):
+        kind, config_kind = ARCHITECTURES[meta.get("architecture", "ViT")]
+        model = kind(config_kind(**saved))
+    elif saved != _as_json(model.config):
         raise ValueError(
             f"{path} holds a model of another configuration ("
-            f"{_differences(saved, asdict(model.config))}): build the model with the "
+            f"{_differences(saved, _as_json(model.config))}): build the model with the "
             "checkpoint's config, or load_checkpoint(path) without a model"
         )
     model.load_state_dict(load_file(str(path), device=str(device)))
@@ -267,14 +281,18 @@ def _check_finite(losses, epoch: int, scheduler, out) -> None:
     )
 
 # %% ../notebooks/06c_training_for_real.ipynb #c025
-def train_epoch(runner, loader, optimizer, scheduler, config, scaler, bar) -> tuple:
-    """One pass over `loader`: 6b's train_step on every batch, the scheduler after it.
-    Returns each step's loss (steps,) and [loss sum, right answers, examples]."""
+def train_epoch(
+    runner, loader, optimizer, scheduler, config, scaler, bar, loss_fn=classify
+) -> tuple:
+    """One pass over `loader`: 6b's train_step on every batch (with `loss_fn`), the
+    scheduler after it. Returns each step's loss (steps,) and [loss sum, right answers,
+    examples]."""
     device = loader.images.device
     losses = torch.zeros(len(loader), device=device)
     correct = torch.zeros((), dtype=torch.long, device=device)
     for step, (images, labels) in enumerate(loader):
-        loss, logits = train_step(runner, images, labels, optimizer, config, scaler)
+        step_args = (optimizer, config, scaler, loss_fn)
+        loss, logits = train_step(runner, images, labels, *step_args)
         scheduler.step()
         hard = labels.argmax(1) if labels.ndim == 2 else labels  # MixUp: soft labels
         losses[step] = loss
@@ -333,12 +351,19 @@ def _record(history, epoch, sums, test, lr, seconds) -> dict:
 
 # %% ../notebooks/06c_training_for_real.ipynb #c028
 def train(
-    model, data, config=None, out=None, resume=False, stop_after=None, progress=True
+    model,
+    data,
+    config=None,
+    out=None,
+    resume=False,
+    stop_after=None,
+    progress=True,
+    loss_fn=classify,
 ):
     """Page 6b's loop on `data` (an ImageData on the training device) as `config` says, with
     a checkpoint after every epoch in `out`, an exact `resume`, torchrun, mixed precision,
     torch.compile, one progress bar and a stop on divergence. `stop_after=k` returns after
-    epoch k. Returns the history: a list per HISTORY_KEYS entry, an entry per epoch."""
+    epoch k; `loss_fn` is train_step's (chapter 9 distils with another). Returns the history: a list per HISTORY_KEYS entry, an entry per epoch."""
     config = config or TrainConfig()
     device, (rank, world) = data.device, distributed()
     pieces = _prepare(model, data, config, out, resume)
@@ -355,7 +380,7 @@ def train(
         loader.set_epoch(epoch)
         model.train()
         begin = time.perf_counter()
-        pieces = (runner, loader, optimizer, scheduler, config, scaler, bar)
+        pieces = (runner, loader, optimizer, scheduler, config, scaler, bar, loss_fn)
         losses, sums = train_epoch(*pieces)
         seconds = time.perf_counter() - begin
         _check_finite(losses, epoch, scheduler, out)
@@ -365,7 +390,7 @@ def train(
         bar.set_postfix_str(f"epoch {epoch + 1}: test {row['test_accuracy']:.2%}")
         if out is not None and rank == 0:
             state = (optimizer, scheduler, scaler, epoch + 1, history)
-            save_checkpoint(out, model, config, *state)
+            save_checkpoint(out, model, config, *state, dataset=data.name)
         if world > 1:
             dist.barrier()
     bar.close()
@@ -375,13 +400,20 @@ def train(
 def _parser():
     p = argparse.ArgumentParser(
         prog="python -m vitlib.train",
-        description="Train a vitlib ViT. A --recipe fills in every setting; flags given "
+        description="Train a vitlib ViT (or chapter 9's CNN). A --recipe fills in every setting; flags given "
         "explicitly override it. torchrun --nproc_per_node=K -m vitlib.train ... runs "
         "data-parallel on K processes.",
     )
     p.add_argument("--recipe", help=f"one of {sorted(RECIPES)}")
     p.add_argument("--dataset", help="fashion-mnist or cifar10")
     p.add_argument("--preset", help="a vitlib.model preset, e.g. fashion")
+    p.add_argument(
+        "--model",
+        dest="architecture",
+        choices=["vit", "vit-stem", "cnn"],
+        help="a ViT (the default), a ViT with chapter 9's convolutional stem, or its CNN",
+    )
+    p.add_argument("--teacher", help="a trained run's folder: distil from it (DeiT)")
     p.add_argument(
         "--out", required=True, help="folder for the checkpoints and metrics"
     )
@@ -407,8 +439,8 @@ def _parser():
 
 # %% ../notebooks/06c_training_for_real.ipynb #c035
 def _settings(args, parser) -> tuple:
-    """(dataset, preset, model changes, TrainConfig): the recipe's, each flag given on the
-    command line in place of the recipe's value."""
+    """(dataset, preset, architecture, model changes, TrainConfig): the recipe's, each
+    flag given on the command line in place of the recipe's value."""
     if args.recipe is not None and args.recipe not in RECIPES:
         parser.error(f"unknown recipe {args.recipe!r}: choose one of {sorted(RECIPES)}")
     default = Recipe("fashion-mnist", "fashion", {}, TrainConfig())
@@ -421,12 +453,12 @@ def _settings(args, parser) -> tuple:
     given = {k: v for k, v in vars(args).items() if v is not None}
     changes = {k[2:]: v for k, v in given.items() if k.startswith("m_")}
     settings = {k[2:]: v for k, v in given.items() if k.startswith("t_")}
-    return (
-        dataset,
-        preset,
-        {**recipe.model, **changes},
-        replace(recipe.train, **settings),
-    )
+    architecture = args.architecture or recipe.architecture
+    if architecture == "cnn" and changes:
+        parser.error(f"--model cnn has no {sorted(changes)}: those flags shape a ViT")
+    same_kind = (architecture == "cnn") == (recipe.architecture == "cnn")
+    model = {**(recipe.model if same_kind else {}), **changes}
+    return dataset, preset, architecture, model, replace(recipe.train, **settings)
 
 
 def _setup_distributed(device_arg: str) -> torch.device:
@@ -459,30 +491,64 @@ def _metrics(run: dict, config, parameters: int, history: dict, device, argv) ->
         command=" ".join(command),
     )
 
+# %% ../notebooks/06c_training_for_real.ipynb #c035u
+def _task(dataset: str, classes: int, shape) -> str:
+    return f"{dataset} ({classes} classes, images {'x'.join(map(str, shape))})"
+
+
+def load_teacher(path, data) -> torch.nn.Module:
+    """The model of a trained run (any path load_checkpoint reads) as a teacher for `data`,
+    on its device. A teacher of another dataset, class count or image shape gets a
+    ValueError naming both."""
+    file = _checkpoint_file(path)
+    meta = _metadata(file)
+    saved = json.loads(meta["model_config"])
+    size = saved["img_size"]
+    shape = (saved["in_channels"], *([size, size] if isinstance(size, int) else size))
+    # "None": a checkpoint saved without the dataset's name
+    trained_on = meta.get("dataset", "None")
+    theirs = (trained_on, saved["num_classes"], shape)
+    ours = (data.name, data.num_classes, data.image_shape)
+    if theirs[1:] != ours[1:] or trained_on not in ("None", data.name):
+        raise ValueError(
+            f"the teacher in {path} learned {_task(*theirs)}; this run trains on "
+            f"{_task(*ours)}. Train a teacher on {data.name} first: python -m "
+            f"vitlib.train --model cnn --dataset {data.name} --out runs/teacher"
+        )
+    return load_checkpoint(file, device=data.device)[0]
+
 # %% ../notebooks/06c_training_for_real.ipynb #c036
 def main(argv=None) -> dict:
     """The command line (python -m vitlib.train --help): trains, writes out/metrics.json and
     the checkpoints, and returns the metrics."""
     parser = _parser()
     args = parser.parse_args(argv)
-    dataset, preset, model_changes, config = _settings(args, parser)
+    dataset, preset, architecture, model_changes, config = _settings(args, parser)
     device = _setup_distributed(args.device)
     rank, world = distributed()
     data = load_dataset(dataset, args.data, device)
     data = data.subset(args.train_subset, args.test_subset)
     c, h, _ = data.image_shape
     model_changes.update(in_channels=c, img_size=h, num_classes=data.num_classes)
+    loss_fn = classify
+    if args.teacher:  # chapter 9: distillation from a trained model
+        if world > 1:
+            raise ValueError("--teacher runs in one process: start it without torchrun")
+        loss_fn = Distillation(load_teacher(args.teacher, data))
     torch.manual_seed(config.seed)
-    model = create_vit(preset, **model_changes)
+    distilled = args.teacher is not None
+    model = build_model(architecture, preset, distilled, **model_changes)
     parameters = sum(p.numel() for p in model.parameters())
     if rank == 0:
-        print(f"{dataset}, {world} process(es); {preset} {model_changes}")
+        print(
+            f"{dataset}, {world} process(es); {architecture} {preset} {model_changes}"
+        )
         print(f"{parameters:,} parameters; training {config}")
     options = dict(resume=args.resume, stop_after=args.stop_after)
-    history = train(
-        model, data, config, args.out, progress=not args.no_progress, **options
-    )
+    options |= dict(progress=not args.no_progress, loss_fn=loss_fn)
+    history = train(model, data, config, args.out, **options)
     run = dict(dataset=dataset, preset=preset, model_changes=model_changes)
+    run |= dict(architecture=architecture, teacher=args.teacher)
     metrics = _metrics(run, config, parameters, history, device, argv)
     if rank == 0:
         with atomic_write(Path(args.out) / "metrics.json") as partial:
