@@ -160,11 +160,8 @@ class HelpedViT(ViT):
     """A ViT with a convolutional stem (config.stem), a distillation token (config.distilled)
     or both. With the token, forward averages the two heads; forward_heads gives both."""
 
-    def __init__(self, config: ViTConfig = None, **changes):
-        c = replace(config or HelpedViTConfig(), **changes)
-        super().__init__(
-            c if isinstance(c, HelpedViTConfig) else HelpedViTConfig(**asdict(c))
-        )
+    def __init__(self, config: HelpedViTConfig = None, **changes):
+        super().__init__(config or HelpedViTConfig(), **changes)  # chapter 5's ViT
         c = self.config
         if c.stem:  # the convolutions in place of the patch projection
             self.patch_embed = ConvStem(c.in_channels, c.dim, c.stem, c.img_size)
@@ -240,7 +237,8 @@ def build_model(architecture="vit", preset="fashion", distilled=False, **changes
         raise ValueError(f"unknown architecture {architecture!r}: vit, vit-stem or cnn")
     if architecture == "vit" and not distilled:  # the plain ViT of chapters 5-8
         return create_vit(preset, **changes)  # (an unknown preset gets its error here)
-    create_vit(preset, depth=1)  # an unknown preset gets create_vit's error
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}: choose one of {sorted(PRESETS)}")
     if architecture == "vit-stem":
         changes = {"stem": STEM, **changes}
     fields = {**asdict(PRESETS[preset]), **changes, "distilled": distilled}
