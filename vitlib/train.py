@@ -94,9 +94,8 @@ def save_checkpoint(
     partial.mkdir(parents=True)
     meta = {
         "format": FORMAT,
-        "architecture": type(
-            model
-        ).__name__,  # ViT, or chapter 9's ResNet and HelpedViT
+        # ViT, or chapter 9's ResNet and HelpedViT
+        "architecture": type(model).__name__,
         "dataset": dataset,
         "model_config": json.dumps(asdict(model.config)),
         "train_config": json.dumps(asdict(config) if config else None),
@@ -157,7 +156,8 @@ def _differences(saved: dict, current: dict) -> str:
 def load_checkpoint(path, model=None, device="cpu"):
     """Read a checkpoint without unpickling anything: a model.safetensors, its folder, or a
     run's folder (then its newest checkpoint). Without a model, builds one from the
-    stored class and config (a ViT, or chapter 9's models). Returns (model, info) with "model_config", "train_config", "epoch" and
+    stored class and config (a ViT, or chapter 9's models). Returns (model, info) with
+    "model_config", "train_config", "epoch" and
     "folder"; a model of another config gets a ValueError naming the fields that differ."""
     path = _checkpoint_file(path)
     meta = _metadata(path)
@@ -363,7 +363,8 @@ def train(
     """Page 6b's loop on `data` (an ImageData on the training device) as `config` says, with
     a checkpoint after every epoch in `out`, an exact `resume`, torchrun, mixed precision,
     torch.compile, one progress bar and a stop on divergence. `stop_after=k` returns after
-    epoch k; `loss_fn` is train_step's (chapter 9 distils with another). Returns the history: a list per HISTORY_KEYS entry, an entry per epoch."""
+    epoch k; `loss_fn` is train_step's (chapter 9 distils with another). Returns the
+    history: a list per HISTORY_KEYS entry, an entry per epoch."""
     config = config or TrainConfig()
     device, (rank, world) = data.device, distributed()
     pieces = _prepare(model, data, config, out, resume)
@@ -400,9 +401,9 @@ def train(
 def _parser():
     p = argparse.ArgumentParser(
         prog="python -m vitlib.train",
-        description="Train a vitlib ViT (or chapter 9's CNN). A --recipe fills in every setting; flags given "
-        "explicitly override it. torchrun --nproc_per_node=K -m vitlib.train ... runs "
-        "data-parallel on K processes.",
+        description="Train a vitlib ViT (or chapter 9's CNN). A --recipe fills in "
+        "every setting; flags given explicitly override it. torchrun "
+        "--nproc_per_node=K -m vitlib.train ... runs data-parallel on K processes.",
     )
     p.add_argument("--recipe", help=f"one of {sorted(RECIPES)}")
     p.add_argument("--dataset", help="fashion-mnist or cifar10")
