@@ -245,12 +245,22 @@ def build_model(architecture="vit", preset="fashion", distilled=False, **changes
     return HelpedViT(HelpedViTConfig(**fields))
 
 
+class _Architectures(dict):
+    """{class name: (class, config class)}; a name not there says where to find it."""
+
+    def __missing__(self, name):
+        raise ValueError(
+            f"a checkpoint of a {name}, which this program has not imported: import the "
+            "vitlib module that defines it first (MaskedViT, chapter 10: vitlib.pretrain)"
+        )
+
+
 # the classes a checkpoint may hold: load_checkpoint builds them from the stored name
-ARCHITECTURES = {
-    "ViT": (ViT, ViTConfig),
-    "HelpedViT": (HelpedViT, HelpedViTConfig),
-    "ResNet": (ResNet, ResNetConfig),
-}
+ARCHITECTURES = _Architectures(
+    ViT=(ViT, ViTConfig),
+    HelpedViT=(HelpedViT, HelpedViTConfig),
+    ResNet=(ResNet, ResNetConfig),
+)
 
 # %% ../notebooks/09_cnn_vs_vit.ipynb #c931
 def shift(images: torch.Tensor, right: int, down: int = 0) -> torch.Tensor:
