@@ -12,7 +12,8 @@ __all__ = ['TOKEN_COUNTS', 'ATTENTION_SHORTCUTS', 'SOFTMAX', 'CheckFailed', 'str
            'check_fixed_confusion', 'check_clip_gradients', 'check_fixed_shard', 'check_save_atomically',
            'check_fixed_mixup', 'check_smoothed_cross_entropy', 'check_fixed_upsample', 'check_blend',
            'check_fixed_rollout_step', 'check_head_distance', 'check_rollout_numpy', 'check_fixed_occlude',
-           'check_shift_by_hand', 'check_fixed_principal_filters', 'check_hard_distillation_loss']
+           'check_shift_by_hand', 'check_fixed_principal_filters', 'check_hard_distillation_loss',
+           'check_random_mask_by_hand', 'check_fixed_masked_mse', 'check_patch_targets_by_hand']
 
 # %% ../notebooks/appendix_b_checks.ipynb #c004
 import contextlib
@@ -40,6 +41,7 @@ from .live import occlude
 from .model import ViT, ViTConfig, parameter_counts
 from .patches import PatchEmbed, patchify, unpatchify
 from .positions import learned_pos_embed, prepend_cls
+from .pretrain import masked_mse, patch_targets
 from .pretrained import hf_to_vitlib_state_dict
 from .rollout import attention_rollout, patch_distances
 from .utils import env_flag
@@ -1450,4 +1452,97 @@ def check_hard_distillation_loss(fn) -> bool:
         atol=1e-5,
         hint=hint,
         forbid=("vitlib.cnn.Distillation",),
+    )
+
+# %% ../notebooks/appendix_b_checks.ipynb #c042b
+def _mask_problem(got, again, batch: int, n: int, ratio: float):
+    """What is wrong with a mask answer, as (expected, got, hint), or None."""
+    k = round(ratio * n)
+    if not isinstance(got, torch.Tensor) or got.dtype != torch.bool:
+        return "a bool tensor", describe(got), "torch.zeros(..., dtype=torch.bool)"
+    if tuple(got.shape) != (batch, n):
+        return f"shape ({batch}, {n})", f"shape {tuple(got.shape)}", "one row per image"
+    counts = sorted(set(got.sum(1).tolist()))
+    if counts != [k]:
+        hint = "hide the k patches with the smallest random numbers of each row"
+        return f"{k} hidden patches in every row", f"rows with {counts} hidden", hint
+    if not torch.equal(got, again):
+        hint = "draw every random number from `generator`"
+        return "the same mask from the same seed", "another mask", hint
+    if batch >= 64 and (got.float().mean(0) - k / n).abs().max() > 0.3:
+        hint = "draw one random number per patch of every image, then sort each row"
+        return "every place hidden about as often", "some places (nearly) always", hint
+    return None
+
+
+def check_random_mask_by_hand(fn) -> bool:
+    """Exercise 10.1: `fn(batch, num_patches, ratio, generator)` is a random bool mask
+    (batch, num_patches) with round(ratio * num_patches) True in every row, drawn from the
+    generator, without vitlib.pretrain.random_mask."""
+    title = "Exercise 10.1, random mask by hand"
+    g = case_generator()
+    cases = [(4, 16, 0.5), (200, 16, 0.75), (3, 49, 0.25), (64, 64, 0.6)]
+    cases.append((randint(g, 1, 8), randint(g, 2, 40), 0.5))
+    for batch, n, ratio in cases:
+        seed = randint(g, 0, 10_000)
+        with forbidden(fn, "vitlib.pretrain.random_mask"):
+            got = call(fn, batch, n, ratio, torch.Generator().manual_seed(seed))
+            again = call(fn, batch, n, ratio, torch.Generator().manual_seed(seed))
+        problem = _mask_problem(got, again, batch, n, ratio)
+        if problem is not None:
+            inputs = f"(inputs: {batch}, {n}, {ratio}, a generator)"
+            return verdict(f"{title} {inputs}", False, *problem)
+    return verdict(f"{title} ({len(cases)} cases)", True)
+
+# %% ../notebooks/appendix_b_checks.ipynb #c042c
+def _mask_cases(g, sizes) -> list:
+    """(predictions, targets, mask) for each (b, n, d, ratio): masks with round(ratio * n)
+    hidden patches in every row."""
+    cases = []
+    for b, n, d, ratio in sizes:
+        k = round(ratio * n)
+        order = torch.rand(b, n, generator=g).argsort(1)
+        mask = torch.zeros(b, n, dtype=torch.bool).scatter_(1, order[:, :k], True)
+        pair_ = torch.randn(2, b, n, d, generator=g)
+        cases.append((pair_[0], pair_[1], mask))
+    return cases
+
+
+def check_fixed_masked_mse(fn) -> bool:
+    """Exercise 10.2: `fn(predictions, targets, mask)` is the mean squared error over the
+    hidden patches only, without vitlib.pretrain.masked_mse."""
+    g = case_generator()
+    sizes = [(8, 16, 49, 0.5), (4, 16, 49, 0.25), (3, 64, 12, 0.75)]
+    sizes.append((randint(g, 1, 6), randint(g, 4, 30), randint(g, 1, 20), 0.5))
+    hint = "average each patch's squared error over its pixels, then over the hidden patches: divide by mask.sum()"
+    return check_function(
+        "Exercise 10.2, masked loss fixed",
+        fn,
+        masked_mse,
+        _mask_cases(g, sizes),
+        atol=1e-5,
+        hint=hint,
+        forbid=("vitlib.pretrain.masked_mse",),
+    )
+
+
+def check_patch_targets_by_hand(fn) -> bool:
+    """Exercise 10.4: `fn(images, patch_size)` is every patch normalised over its own pixels
+    (population variance, eps 1e-6), without vitlib.pretrain.patch_targets."""
+    g = case_generator()
+    cases = []
+    for shape, p in [((2, 1, 28, 28), 7), ((1, 3, 8, 12), 4), ((3, 2, 6, 6), 3)]:
+        cases.append((torch.rand(shape, generator=g) * randint(g, 1, 5), p))
+    flat = torch.zeros(1, 1, 4, 4)
+    flat[..., :2, :2] = torch.rand(1, generator=g)  # flat patches: all zeros
+    cases.append((flat, 2))
+    hint = "patchify, then per patch (x - mean) / sqrt(var + 1e-6) with var(..., unbiased=False)"
+    return check_function(
+        "Exercise 10.4, patch targets by hand",
+        fn,
+        patch_targets,
+        cases,
+        atol=1e-4,
+        hint=hint,
+        forbid=("vitlib.pretrain.patch_targets",),
     )
