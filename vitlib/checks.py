@@ -41,7 +41,7 @@ from .live import occlude
 from .model import ViT, ViTConfig, parameter_counts
 from .patches import PatchEmbed, patchify, unpatchify
 from .positions import learned_pos_embed, prepend_cls
-from .pretrain import masked_mse, patch_targets
+from .pretrain import masked_mse, patch_targets, random_mask
 from .pretrained import hf_to_vitlib_state_dict
 from .rollout import attention_rollout, patch_distances
 from .utils import env_flag
@@ -1500,11 +1500,9 @@ def _mask_cases(g, sizes) -> list:
     hidden patches in every row."""
     cases = []
     for b, n, d, ratio in sizes:
-        k = round(ratio * n)
-        order = torch.rand(b, n, generator=g).argsort(1)
-        mask = torch.zeros(b, n, dtype=torch.bool).scatter_(1, order[:, :k], True)
-        pair_ = torch.randn(2, b, n, d, generator=g)
-        cases.append((pair_[0], pair_[1], mask))
+        mask = random_mask(b, n, ratio, generator=g)
+        predictions, targets = torch.randn(2, b, n, d, generator=g)
+        cases.append((predictions, targets, mask))
     return cases
 
 

@@ -239,11 +239,8 @@ def labelled_subset(data: ImageData, per_class: int, seed: int = 0) -> ImageData
             )
         picked.append(where[torch.randperm(len(where), generator=g)[:per_class]])
     index = torch.cat(picked).sort().values.to(data.device)
-    return replace(
-        data,
-        train_images=data.train_images[index],
-        train_labels=labels[index].to(data.device),
-    )
+    images, labels = data.train_images[index], data.train_labels[index]
+    return replace(data, train_images=images, train_labels=labels)
 
 
 def freeze_encoder(model: ViT) -> ViT:
