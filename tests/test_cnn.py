@@ -207,7 +207,6 @@ TINY = ["--train-subset", "512", "--test-subset", "256", "--epochs", "1"]
 TINY += ["--batch-size", "64", "--no-progress"]
 
 
-@pytest.mark.fashion_mnist
 def test_the_command_line_trains_a_cnn_then_distils_from_it(tmp_path):
     data = ["--data", str(ROOT / "data")]
     teacher = main(["--model", "cnn", *TINY, *data, "--out", str(tmp_path / "cnn")])
