@@ -83,3 +83,22 @@ def test_vitlib_imports_itself_at_the_top():
                     and (n.level or (n.module or "").startswith("vitlib"))
                 ]
                 assert not inner, f"{module.name}: {node.name} imports vitlib inside"
+
+
+def test_vitlib_imports_itself_relatively():
+    # nbdev rewrites `from vitlib.x import y` only when the import fits on one line
+    import ast
+
+    for module in (ROOT / "vitlib").glob("*.py"):
+        if module.name == "__init__.py":
+            continue
+        absolute = [
+            node.lineno
+            for node in ast.parse(module.read_text()).body
+            if isinstance(node, ast.ImportFrom)
+            and (node.module or "").split(".")[0] == "vitlib"
+        ]
+        assert not absolute, (
+            f"{module.name}, lines {absolute}: `from vitlib...` stayed absolute; write "
+            "the notebook's import on one line (split a long one into two)"
+        )

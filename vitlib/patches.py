@@ -2,7 +2,7 @@
 
 # %% auto #0
 __all__ = ['square_crop_resize', 'load_photo', 'pair', 'check_image_size', 'show_grid', 'patchify', 'unpatchify', 'check_images',
-           'LinearPatchEmbed', 'PatchEmbed', 'conv_to_linear']
+           'check_batch', 'LinearPatchEmbed', 'PatchEmbed', 'conv_to_linear']
 
 # %% ../notebooks/01_patches.ipynb #c003
 import torch
@@ -119,11 +119,14 @@ def unpatchify(patches: torch.Tensor, patch_size, grid) -> torch.Tensor:
     )
 
 # %% ../notebooks/01_patches.ipynb #c028
-def check_images(images, in_channels: int, patch_size, img_size=None) -> tuple:
+def check_images(
+    images, in_channels: int, patch_size, img_size=None, dtype=None
+) -> tuple:
     """Check a batch of images (b, c, H, W) before embedding it; returns the grid (h, w).
 
     Raises TypeError or ValueError with the sizes involved and the fix, instead of a shape
-    error from deep inside the model. With `img_size` set, the size must match it exactly.
+    error from deep inside the model. With `img_size` set, the size must match it exactly;
+    with `dtype` (the model's weights'), so must the images' (check_batch, below).
     """
     if not isinstance(images, torch.Tensor):
         raise TypeError(
@@ -138,10 +141,7 @@ def check_images(images, in_channels: int, patch_size, img_size=None) -> tuple:
         raise ValueError(
             f"expected a batch of images (b, c, h, w), got shape {tuple(images.shape)}"
         )
-    if not images.is_floating_point():
-        raise TypeError(
-            f"expected float images, got {images.dtype}: convert bytes with images.float() / 255"
-        )
+    check_batch(images, dtype)  # at least one image, of floats, of the model's dtype
     channels, height, width = images.shape[1:]
     if channels != in_channels:
         hint = f"give {in_channels}-channel images or build the model with in_channels={channels}"
@@ -162,6 +162,31 @@ def check_images(images, in_channels: int, patch_size, img_size=None) -> tuple:
         )
     return check_image_size(height, width, patch_size)
 
+# %% ../notebooks/01_patches.ipynb #c028a
+def check_batch(images: torch.Tensor, dtype=None) -> None:
+    """The robust part of check_images: a batch of at least one image, of floats, in the
+    dtype the model computes in (`dtype`, its weights'; under torch.autocast any float, which
+    autocast casts). TypeError or ValueError naming the shape or the dtypes, and the fix."""
+    # torch.export traces every batch size at once (the ONNX export): no size to check
+    if not torch.compiler.is_compiling() and len(images) == 0:
+        raise ValueError(
+            f"expected at least one image, got an empty batch of shape "
+            f"{tuple(images.shape)}: call the model only when there are images"
+        )
+    if not images.is_floating_point():
+        raise TypeError(
+            f"expected float images, got {images.dtype}: convert bytes with images.float() / 255"
+        )
+    if dtype is None or images.dtype == dtype:
+        return
+    if torch.is_autocast_enabled(images.device.type):
+        return
+    fix = "images.float()" if dtype == torch.float32 else f"images.to({dtype})"
+    raise TypeError(
+        f"the model's weights are {dtype} and the images {images.dtype}: convert the "
+        f"images with {fix}, or the model with model.to({images.dtype})"
+    )
+
 # %% ../notebooks/01_patches.ipynb #c030
 class LinearPatchEmbed(nn.Module):
     """Patch embedding as cut-and-flatten (einops) then one shared Linear: (b, c, H, W) -> (b, n, d)."""
@@ -177,7 +202,8 @@ class LinearPatchEmbed(nn.Module):
         self.proj = nn.Linear(in_channels * ph * pw, dim)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        check_images(images, self.in_channels, self.patch_size, self.img_size)
+        dtype = self.proj.weight.dtype  # the images must match it (check_batch)
+        check_images(images, self.in_channels, self.patch_size, self.img_size, dtype)
         patches = patchify(images, self.patch_size)  # (b, n, c*p*p)
         return self.proj(patches)  # (b, n, d)
 
@@ -211,7 +237,8 @@ class PatchEmbed(nn.Module):
         return h * w
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        check_images(images, self.in_channels, self.patch_size, self.img_size)
+        dtype = self.proj.weight.dtype  # the images must match it (check_batch)
+        check_images(images, self.in_channels, self.patch_size, self.img_size, dtype)
         grid = self.proj(images)  # (b, d, h, w)
         return rearrange(grid, "b d h w -> b (h w) d")
 
