@@ -12,13 +12,14 @@ NB       ?= $(sort $(wildcard notebooks/*.ipynb))
 EDITION  ?= book
 SUBMISSIONS ?= submissions
 
-.PHONY: help install export data execute js book student assignments grade test lint clean
+.PHONY: help install export data execute js book student assignments grade test lint clean retarget
 
 help:
 	@echo "make book   build the site into _build/html (sets up .venv first); EDITION=student: without solutions, into _build/student-site"
 	@echo "make test   run every test: units, notebooks (nbval), export sync, the site in a browser"
 	@echo "steps:      install, export, data, execute [NB=notebooks/01_patches.ipynb], js, student, lint, clean"
 	@echo "coursework: student, assignments, grade SUBMISSIONS=DIR (see book/instructors.md)"
+	@echo "a fork:     retarget REPOSITORY=https://github.com/OWNER/NAME BRANCH=main (Colab links and installs then name it)"
 
 # --- set-up: a virtual environment with everything in requirements.txt, vitlib editable ---
 install: $(STAMP)
@@ -41,9 +42,12 @@ export: $(STAMP)
 data: $(STAMP)
 	@$(BIN)/python scripts/data.py --root $(DATA)
 
-# --- run notebooks top to bottom in a fresh kernel, full size, outputs and widget state stored ---
+# --- run notebooks top to bottom in a fresh kernel, full size, outputs and widget state stored;
+# VITLIB_SITE=1: page 8c writes the site's model (book/static/live/) instead of runs/; then the
+# set-up page's table of running times and the long pages' notes follow the new runs ---
 execute: export data
-	env -u VITLIB_SMOKE -u VITLIB_STRICT_CHECKS $(BIN)/python scripts/execute.py $(NB)
+	env -u VITLIB_SMOKE -u VITLIB_STRICT_CHECKS VITLIB_SITE=1 $(BIN)/python scripts/execute.py $(NB)
+	$(BIN)/python scripts/run_times.py
 
 # --- the site's JavaScript, served by the site itself (no CDN): ipywidgets, MathJax and, for page 8c's
 # live demo, onnxruntime-web (its WebAssembly build: one module with its loader, one .wasm); npm ci from the lock file ---
@@ -74,7 +78,7 @@ else
 endif
 
 # --- coursework (scripts/coursework.py): nbgrader metadata from each exercise's prompt, then the
-# student edition (solutions removed, outputs cleared) into student/, committed: Colab opens it;
+# student edition (solutions and the outputs that give answers away removed) into student/, committed: Colab opens it;
 # and the instructors' table of pages (book/coursework_table.md) ---
 student: $(STAMP)
 	$(BIN)/python scripts/coursework.py annotate
@@ -89,10 +93,10 @@ assignments: $(STAMP)
 grade: export data
 	$(BIN)/python scripts/coursework.py grade $(SUBMISSIONS) --out _build/grades
 
-# --- every test; the browser test reads the site that `book` just built. Without Fashion-MNIST
-# (offline and no Debian copy) the tests that need it skip, saying why; under CI=true they fail ---
+# --- every test; the browser test reads the site that `book` just built. The tests read the
+# Fashion-MNIST sample in vitlib/fashion_sample/: no download. What a machine may lack (Chromium,
+# a package index) is declared in conftest.py: those tests skip, saying why; under CI=true they fail ---
 test: book
-	@$(MAKE) --no-print-directory data || echo "make test: no Fashion-MNIST here; the tests that need it will skip (fail under CI=true)"
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
@@ -101,3 +105,9 @@ lint: $(STAMP)
 
 clean:
 	rm -rf _build $(JS)/dist $(JS)/node_modules .pytest_cache
+
+# --- point the book at a repository and branch (a course's fork): _config.yml, every notebook's
+# Colab install line (notebooks/ and student/), the README and the set-up page (scripts/retarget.py,
+# standard library only, so no .venv needed); commit and push the result ---
+retarget:
+	$(PYTHON) scripts/retarget.py --repository='$(REPOSITORY)' --branch='$(BRANCH)'

@@ -4,10 +4,10 @@ that needs no Jupyter."""
 import json
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
-import tomllib
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,10 +72,12 @@ def test_widgets_keep_their_saved_state(notebook):
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_first_cell_installs_vitlib_in_colab_only(notebook):
     first = "".join(code_cells(notebook)[0]["source"])
-    url = CONFIG["repository"]["url"]
+    repository = CONFIG["repository"]
+    pinned = '"vitlib @ git+{url}@{branch}"'.format(**repository)
     assert 'if "google.colab" in sys.modules:' in first
-    assert f"git+{url}" in first, (
-        f"the Colab cell must install from _config.yml's repository.url ({url})"
+    assert "%pip install" in first and pinned in first, (
+        f"the Colab cell must install {pinned}: _config.yml's repository.url at its branch"
+        " (make retarget writes it)"
     )
 
 
@@ -157,3 +159,83 @@ with tempfile.TemporaryDirectory() as out:
     assert result.returncode == 0, result.stderr
     assert "torch.Size([1, 4, 8])" in result.stdout
     assert "checkpoint epoch 1" in result.stdout
+
+
+def _script(name):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_running_times_follow_the_notebooks_records(tmp_path):
+    run_times = _script("run_times")
+    assert run_times.check_or_write(check=True) == [], (
+        "run `python scripts/run_times.py`: setup.md's table or a page's note is stale"
+    )
+    for page, note in [("09_cnn_vs_vit", True), ("05a_vit", False)]:
+        cells_ = cells(ROOT / "notebooks" / f"{page}.ipynb")
+        assert (run_times.NOTE in "".join(cells_[0]["source"])) == note, page
+    # a page whose record changes makes the table and that page's note stale, and only them
+    (tmp_path / "book").mkdir()
+    (tmp_path / "book" / "setup.md").write_text(
+        (ROOT / "book" / "setup.md").read_text()
+    )
+    (tmp_path / "notebooks").mkdir()
+    for path in NOTEBOOKS:
+        notebook = json.loads(path.read_text())
+        if path.stem == "09_cnn_vs_vit":
+            notebook["metadata"]["vitlib"]["run"]["seconds"] += 600
+        text = json.dumps(notebook, indent=1, ensure_ascii=False) + "\n"
+        (tmp_path / "notebooks" / path.name).write_text(text)
+    stale = run_times.check_or_write(tmp_path, check=True)
+    assert stale == ["book/setup.md", "notebooks/09_cnn_vs_vit.ipynb"]
+    run_times.check_or_write(tmp_path)
+    assert run_times.check_or_write(tmp_path, check=True) == []
+    assert "22.6 min" in (tmp_path / "book" / "setup.md").read_text()
+
+
+def test_one_statement_of_the_supported_versions():
+    import ast
+    import re
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    python = project["project"]["requires-python"].removeprefix(">=")
+    torch_floor = next(
+        d.split(">=")[1].split(",")[0].strip()
+        for d in project["project"]["dependencies"]
+        if d.startswith("torch>=")
+    )
+    assert project["tool"]["ruff"]["target-version"] == "py" + python.replace(".", "")
+    requirements = (ROOT / "requirements.txt").read_text()
+    assert re.search(rf"^torch>={re.escape(torch_floor)}\b", requirements, re.M)
+    for page in ("README.md", "book/setup.md"):
+        text = " ".join((ROOT / page).read_text().split())
+        assert f"Python {python} or newer" in text, page
+        assert f"PyTorch {torch_floor} or newer" in text, page
+    # what the code uses: page 8c's exporter needs torch 2.6; the syntax parses as the oldest
+    # Python supported (tests and scripts included: `make test` runs them)
+    live = (ROOT / "vitlib" / "live.py").read_text()
+    if "dynamo=True" in live:
+        assert tuple(map(int, torch_floor.split("."))) >= (2, 6)
+    major, minor = map(int, python.split("."))
+    for folder in ("vitlib", "scripts", "tests", "benchmarks"):
+        for path in (ROOT / folder).glob("*.py"):
+            ast.parse(path.read_text(), str(path), feature_version=(major, minor))
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_a_page_installs_in_colab_the_references_it_imports(path):
+    # Colab preinstalls neither at a version the book can count on: a page that imports timm
+    # or transformers anywhere (even as an option) installs it in its first cell
+    first, *rest = code_cells(path)
+    imported = set()
+    for cell in rest:
+        for line in "".join(cell["source"]).splitlines():
+            words = line.split()
+            if words[:1] in (["import"], ["from"]) and len(words) > 1:
+                imported.add(words[1].split(".")[0])
+    for name in {"timm", "transformers"} & imported:
+        assert f'"{name}>=' in "".join(first["source"]), f"{path.name} imports {name}"

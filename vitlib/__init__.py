@@ -3,8 +3,9 @@
 Every module except this file is generated from the book's notebooks (`make export`);
 edit the notebook, never the module.
 
-Four modules are imported on demand, not here: `vitlib.train` (the training run with its
-checkpoints, and the command line `python -m vitlib.train`), and `vitlib.ablations`,
+Five modules are imported on demand, not here: `vitlib.train` (the training run with its
+checkpoints, and the command line `python -m vitlib.train`), `vitlib.cnn` (chapter 9's
+models and recipes, which the training module reads), and `vitlib.ablations`,
 `vitlib.pretrain` and `vitlib.checks`, which use it. Importing the training module with the
 package would make `python -m vitlib.train` warn that the module was imported twice. Write
 `from vitlib.train import train`, `from vitlib.pretrain import MaskedViT` or

@@ -59,7 +59,9 @@ def run_ablations(
         if key not in done:
             out = str(Path(out_root) / (("_".join(flags) or "recipe").replace("-", "")))
             args = ablation_command(flags, out, budget=budget) + ["--device", device]
-            metrics = main(args + ["--no-progress"])
+            metrics = main(
+                args + ["--no-progress", "--overwrite"]
+            )  # a re-run replaces it
             done[key] = (args, metrics)
         args, metrics = done[key]
         results.append(

@@ -138,7 +138,7 @@ def demo_spec(
     if images.dtype != torch.uint8 or images.ndim != 4 or images.shape[1] != 1:
         raise ValueError(
             f"images of shape {tuple(images.shape)}, {images.dtype}: the demo draws uint8 "
-            "grey images (b, 1, H, W); the model reads (b, {c.in_channels}, ...)"
+            f"grey images (b, 1, H, W); the model reads (b, {c.in_channels}, ...)"
         )
     m, s = torch.tensor(mean).view(1, -1, 1, 1), torch.tensor(std).view(1, -1, 1, 1)
     with torch.no_grad():
