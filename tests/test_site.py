@@ -44,6 +44,10 @@ def repository_url() -> str:
     return yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
 
 
+def repository_branch() -> str:
+    return yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["branch"]
+
+
 @pytest.fixture(scope="module")
 def server():
     if not (SITE / "index.html").exists():
@@ -132,7 +136,7 @@ def test_chapter_page(server, browser, notebook):
         )
         assert loaded >= 1, "no figure image loaded"
 
-    colab = f"https://colab.research.google.com/github/{urlparse(repository_url()).path.strip('/')}/blob/main/notebooks/{notebook.name}"
+    colab = f"https://colab.research.google.com/github/{urlparse(repository_url()).path.strip('/')}/blob/{repository_branch()}/notebooks/{notebook.name}"
     hrefs = browser.execute_script(
         "return [...document.querySelectorAll('a')].map(a => a.href)"
     )
