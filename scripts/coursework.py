@@ -35,12 +35,9 @@ import nbformat
 sys.path.insert(
     0, str(Path(__file__).parent)
 )  # scripts/, when loaded by path (the tests)
-from student_edition import CHECK, MODEL_ANSWER, chapters  # noqa: E402
+from student_edition import CHECK, MODEL_ANSWER, PROMPT, chapters  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-PROMPT = re.compile(  # **Exercise 3.1 (kind, 2 points).** or a heading: ### Exercise 1.1: ...
-    r"(?:\*\*|^#+ )Exercise (\d+[a-z]?)\.(\d+)(?: \(([^)]*)\))?", re.M
-)
 POINTS = re.compile(r"(\d+) points?")
 SCHEMA = 3
 
