@@ -58,7 +58,11 @@ def table(root: Path = ROOT) -> str:
     for stem, (seconds, hardware) in found.items():
         page = stem.split("_")[0].lstrip("0")
         first = minutes(total(stem, found)) if stem in TRAINS_FIRST else ""
-        gpu = ESTIMATE if total(stem, found) > LONG else "not needed"
+        gpu = (
+            "at most the CPU time (estimate)"
+            if total(stem, found) > LONG
+            else "not needed"
+        )
         lines.append(
             f"| {page} | {minutes(seconds)} | {kind(hardware)[3:]} | {first} | {gpu} |"
         )
