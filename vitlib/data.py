@@ -200,9 +200,10 @@ def _find(folder: Path, name: str):
 
 
 def _need(folder: Path, name: str) -> Path:
-    if _find(folder, name) is None:
+    found = _find(folder, name)
+    if found is None:
         raise FileNotFoundError(f"{name} is not in {folder}: run make data")
-    return _find(folder, name)
+    return found
 
 
 def _read_split(folder: Path, images_name: str, labels_name: str) -> tuple:

@@ -247,7 +247,8 @@ def load_checkpoint(path, model=None, device="cpu"):
             f"{_differences(saved, _as_json(model.config))}): build the model with the "
             "checkpoint's config, or load_checkpoint(path) without a model"
         )
-    _check_tensors(path, model)
+    else:  # the config fits: the tensors must too
+        _check_tensors(path, model)
     info = {
         "model_config": saved,
         "train_config": _stored(path, meta, "train_config", (dict, type(None))),
@@ -803,9 +804,8 @@ def load_teacher(path, data) -> torch.nn.Module:
     on its device. A teacher of another dataset, class count or image shape gets a
     ValueError naming both."""
     file = _checkpoint_file(path)
-    model, _ = load_checkpoint(file, device=data.device)  # NotACheckpoint if it is none
-    meta = _metadata(file)
-    saved = json.loads(meta["model_config"])
+    model, info = load_checkpoint(file, device=data.device)  # NotACheckpoint if none
+    saved, meta = info["model_config"], _metadata(file)
     size = saved["img_size"]
     shape = (saved["in_channels"], *([size, size] if isinstance(size, int) else size))
     # "None": a checkpoint saved without the dataset's name
@@ -904,9 +904,8 @@ def main(argv=None) -> dict:
         with run_lock(args.out if rank == 0 else None):  # metrics.json is the run's too
             _check_out(args, parser, rank)
             metrics = _run(args, argv, parser, settings, device)
-    except (
-        RunRefused
-    ) as error:  # the folder in use, a checkpoint that does not fit, ...
+    # the folder in use, a checkpoint that does not fit, ...
+    except RunRefused as error:
         _usage_error(parser, args, error, [error.setting], group=("m_", "t_"))
     except Diverged as error:  # no usage error, and no traceback either
         parser.exit(1, f"{parser.prog}: error: {error}\n")
