@@ -92,7 +92,7 @@ assignments: $(STAMP)
 # grade $(SUBMISSIONS)/<student>/<notebook>.ipynb: _build/grades/grades.csv and feedback/ (in smoke
 # mode, on the Fashion-MNIST sample that ships with vitlib: no download)
 grade: export
-	$(BIN)/python scripts/coursework.py grade $(SUBMISSIONS) --out _build/grades
+	$(BIN)/python scripts/coursework.py grade $(SUBMISSIONS) --out _build/grades $(if $(UNSAFE),--unsafe)
 
 # --- every test; the browser test reads the site that `book` just built. The tests read the
 # Fashion-MNIST sample in vitlib/fashion_sample/: no download. What a machine may lack (Chromium,

@@ -53,8 +53,22 @@ def registry_reachable() -> bool:
         return run.returncode == 0
 
 
+@functools.cache
+def sandbox_present() -> bool:
+    """True when bubblewrap can make the grader's namespaces on this machine."""
+    sys.path.insert(0, str(ROOT / "scripts" / "grading"))
+    from sandbox import sandbox_problem
+
+    return sandbox_problem() is None
+
+
 # marker: (is it here?, why the test cannot run without it)
 NEEDS = {
+    "sandbox": (
+        sandbox_present,
+        "bubblewrap is not installed or cannot make namespaces here "
+        "(apt-get install bubblewrap), so submissions cannot be graded in a sandbox",
+    ),
     "browser": (
         browser_present,
         "Debian's chromium and chromedriver are not installed "

@@ -2,7 +2,7 @@
 
     python scripts/coursework.py annotate [NOTEBOOK ...]     nbgrader metadata into the notebooks
     python scripts/coursework.py assignments [--out DIR]     nbgrader's release notebooks
-    python scripts/coursework.py grade SUBMISSIONS [--seed N] [--timeout S] [--out DIR]
+    python scripts/coursework.py grade SUBMISSIONS [--seed N] [--out DIR] [--unsafe] [limits]
     python scripts/coursework.py guide [--out book/coursework_table.md]
 
 **annotate** reads each exercise's prompt, `**Exercise 3.1 (kind, 2 points).**`, and marks the
@@ -11,16 +11,16 @@ cell that calls `checks.check_...` or `checks.compare_prediction` is a locked gr
 the exercise's points; a markdown cell that opens with a "Model answer" admonition is a written
 answer, graded by hand. A prompt without points is worth one point.
 
-**grade** grades every `SUBMISSIONS/<student>/<notebook>.ipynb` with `nbgrader autograde`, one
-student at a time in a fresh kernel, with a time limit per notebook and per cell, and goes on
-after any failure. The checks run strict (a wrong answer raises, so its grade cell scores zero)
-on inputs drawn from a seed the students have not seen. It writes `grades.csv` (student,
-notebook, exercise, score, max_score, status), one feedback HTML per submission, and
-nbgrader's log of each submission under logs/.
+**grade** grades every `SUBMISSIONS/<student>/<notebook>.ipynb` (see scripts/grading/): each
+submission runs in a sandbox (bubblewrap: no network, a read-only view of the book, limits on
+memory, processes, CPU, files and output), and every verdict is computed outside it, by the
+book's own checks on inputs drawn from a seed the students have not seen. It writes
+`grades.csv` (student, notebook, exercise, score, max_score, status, feedback), one feedback
+page per submission and the workers' logs, into a new folder that replaces OUT at the end.
+Without bubblewrap it refuses to run, unless given --unsafe.
 """
 
 import argparse
-import csv
 import os
 import re
 import secrets
@@ -228,139 +228,35 @@ def assignments(out: Path, notebooks: list):
         print(path)
 
 
-def _run_limited(command, env, timeout, log: Path) -> str:
-    """Run `command` in its own process group; kill the group (kernel included) after
-    `timeout` seconds. Its output goes to `log`; the status: "graded", or why not."""
-    process = subprocess.Popen(
-        command,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        output, _ = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, 9)
-        output, _ = process.communicate()
-        log.write_text(output or "")
-        return f"not graded: stopped at the notebook's time limit of {timeout} s"
-    log.write_text(output)
-    if process.returncode:
-        if "DeadKernelError" in output or "Kernel died" in output:
-            return "not graded: the kernel died while the notebook ran"
-        return "not graded: nbgrader failed (see its log)"
-    return "graded"
+def grade(args, seed: int):
+    """`grade`: refuse to run without a sandbox unless --unsafe, then grade (grading/grade.py)."""
+    sys.path.insert(0, str(Path(__file__).parent / "grading"))
+    from grade import run
+    from sandbox import Limits, sandbox_problem
 
-
-def grade(
-    submissions: Path, out: Path, seed: int, notebook_timeout: int, cell_timeout: int
-):
-    """Grade SUBMISSIONS/<student>/<notebook>.ipynb; write out/grades.csv and out/feedback/."""
-    students = sorted(p for p in submissions.iterdir() if p.is_dir())
-    names = sorted({p.name for s in students for p in s.glob("*.ipynb")})
-    unknown = [n for n in names if not (ROOT / "notebooks" / n).exists()]
-    if unknown:
-        raise SystemExit(f"not a chapter of the book: {', '.join(unknown)}")
-    sources = {n: ROOT / "notebooks" / n for n in names}
-    env = _environment(
-        VITLIB_STRICT_CHECKS="1",  # a wrong answer raises: its grade cell scores zero
-        VITLIB_CHECK_SEED=str(seed),  # inputs the students have not seen
-        VITLIB_SMOKE="1",  # small data and few epochs: the training pages run in minutes
-    )
-    shutil.rmtree(out, ignore_errors=True)
-    (out / "feedback").mkdir(parents=True)
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        _course(root, list(sources.values()), cell_timeout)
-        for student in students:
-            for path in sorted(student.glob("*.ipynb")):
-                assignment = path.stem
-                folder = root / "submitted" / student.name / assignment
-                folder.mkdir(parents=True)
-                shutil.copy(path, folder / path.name)
-                command = [
-                    sys.executable,
-                    "-m",
-                    "nbgrader",
-                    "autograde",
-                    assignment,
-                    f"--student={student.name}",
-                    "--force",
-                    f"--CourseDirectory.root={root}",
-                ]
-                logs = out / "logs" / student.name
-                logs.mkdir(parents=True, exist_ok=True)
-                log = logs / f"{assignment}.txt"
-                status = _run_limited(command, env, notebook_timeout, log)
-                if status == "graded":
-                    _nbgrader(
-                        root,
-                        "generate_feedback",
-                        assignment,
-                        f"--student={student.name}",
-                        "--force",
-                    )
-                rows += _rows(root, student.name, path, sources[path.name], status)
-                _copy_feedback(root, out, student.name, path, status)
-                print(f"{student.name}/{path.name}: {status}")
-    with open(out / "grades.csv", "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(
-            ["student", "notebook", "exercise", "score", "max_score", "status"]
+    problem = sandbox_problem()
+    if problem and not args.unsafe:
+        raise SystemExit(
+            f"grade: no sandbox, so not grading: {problem}.\n"
+            "A submission is code: without a sandbox it runs as you, can read the other "
+            "submissions and the grades, write anywhere you can, use the network and exhaust "
+            "this machine. Install bubblewrap, or pass --unsafe (make grade UNSAFE=1) for "
+            "submissions you trust."
         )
-        writer.writerows(rows)
-    print(out / "grades.csv")
-
-
-def _rows(root, student, path, source, status) -> list:
-    """One row per exercise: the sum of its grade cells' scores."""
-    from nbgrader.api import (
-        Gradebook,
-        MissingEntry,
-    )  # grading only: nbgrader is not vitlib's
-
-    book = nbformat.read(source, as_version=4)
-    scores = {}
-    if status == "graded":
-        with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
-            try:
-                notebook = gradebook.find_submission_notebook(
-                    path.stem, path.stem, student
-                )
-                for g in notebook.grades:
-                    scores[g.name] = (g.score, g.needs_manual_grade)
-            except MissingEntry:
-                status = "nbgrader kept no grades"
-    rows = []
-    for name, points, grade_ids, manual in exercises(book):
-        got = [scores.get(i) for i in grade_ids]
-        if manual:
-            row_status = "needs manual grading" if status == "graded" else status
-            score = ""
-        elif all(g is not None for g in got):
-            row_status, score = "graded", sum(g[0] for g in got)
-        else:
-            row_status, score = (status if status != "graded" else "not run"), 0
-        exercise = name.removeprefix("ex").replace("_", ".")
-        rows.append([student, path.name, exercise, score, points, row_status])
-    return rows
-
-
-def _copy_feedback(root, out, student, path, status):
-    folder = out / "feedback" / student
-    folder.mkdir(parents=True, exist_ok=True)
-    html = root / "feedback" / student / path.stem / f"{path.stem}.html"
-    target = folder / f"{path.stem}.html"
-    if html.exists():
-        shutil.copy(html, target)
-    else:
-        target.write_text(
-            f"<html><body><h1>{path.name}</h1><p>{status.capitalize()}. Every exercise of "
-            "this notebook scores zero; the grading log says more.</p></body></html>\n"
+    if args.unsafe:
+        print(
+            "grade: --unsafe: the submissions run without a sandbox, as you, with your files "
+            "and network; verdicts are still computed outside them",
+            file=sys.stderr,
         )
+    limits = Limits(
+        memory=int(args.memory_gib * 2**30),
+        processes=args.processes,
+        output=int(args.output_mb * 2**20),
+        cell_seconds=args.cell_timeout,
+    )
+    print(f"the checks' seed: {seed}")
+    run(args.submissions, args.out, seed, limits, args.timeout, args.unsafe)
 
 
 def main():
@@ -381,7 +277,21 @@ def main():
         help="the checks' seed (default: a random one, printed and saved)",
     )
     p.add_argument("--timeout", type=int, default=900, help="seconds per notebook")
-    p.add_argument("--cell-timeout", type=int, default=300, help="seconds per cell")
+    p.add_argument(
+        "--cell-timeout", type=int, default=120, help="seconds per cell or call"
+    )
+    p.add_argument("--memory-gib", type=float, default=4, help="memory per submission")
+    p.add_argument(
+        "--processes", type=int, default=256, help="processes per submission"
+    )
+    p.add_argument(
+        "--output-mb", type=float, default=10, help="output kept per notebook"
+    )
+    p.add_argument(
+        "--unsafe",
+        action="store_true",
+        help="grade without a sandbox (only for submissions you trust)",
+    )
     p = sub.add_parser("guide", help="the instructors' table of pages")
     p.add_argument("--out", type=Path, default=ROOT / "book" / "coursework_table.md")
     args = parser.parse_args()
@@ -402,9 +312,7 @@ def main():
         seed = args.seed if args.seed is not None else 1 + secrets.randbelow(2**31 - 1)
         if seed == 0:
             raise SystemExit("--seed 0 is the students' own seed: grade with another")
-        print(f"the checks' seed: {seed}")
-        grade(args.submissions, args.out, seed, args.timeout, args.cell_timeout)
-        (args.out / "seed.txt").write_text(f"{seed}\n")
+        grade(args, seed)
 
 
 if __name__ == "__main__":

@@ -148,3 +148,54 @@ def test_checks_are_named_by_exercise_in_exercise_order():
         for name in getattr(module, "__all__", [])
     }
     assert not library & set(names), sorted(library & set(names))
+
+
+def _unpatchify_bug(patches, patch_size, grid):
+    return checks._unpatchify_grid_swapped(patches, patch_size, grid)
+
+
+def _unsigned_components(weight, k):  # the student's version: no sign convention
+    _, _, vh = torch.linalg.svd(weight.flatten(1).double(), full_matrices=False)
+    return vh[:k].reshape(-1, *weight.shape[1:]).float()
+
+
+MISCONCEPTIONS = [  # (check, an answer that commits the mistake, words of its name)
+    (checks.check_fixed_unpatchify, _unpatchify_bug, "grid order"),
+    (checks.check_fixed_resize, checks._resize_without_cls, "[:, :0]"),
+    (checks.check_masked_attention, checks._masked_softmax_over_queries, "wrong axis"),
+    (checks.check_fixed_attention, checks._softmax_over_queries, "wrong axis"),
+    (checks.check_fixed_layer_norm, checks._layer_norm_over_batch, "batch axis"),
+    (checks.check_fixed_normalise, checks._normalise_in_pixel_units, "units"),
+    (checks.check_fixed_confusion, checks._confusion_transposed, "swapped"),
+    (checks.check_fixed_mixup, checks._mixup_class_numbers, "class numbers"),
+    (
+        checks.check_smoothed_cross_entropy,
+        checks._smoothing_over_other_classes,
+        "other classes",
+    ),
+    (checks.check_fixed_upsample, checks._upsample_height_width, "OpenCV"),
+    (checks.check_fixed_rollout_step, checks._rollout_without_keepdim, "keepdim"),
+    (checks.check_fixed_principal_filters, _unsigned_components, "not centred"),
+    (
+        checks.check_hard_distillation_loss,
+        checks._distillation_smoothed_twice,
+        "distillation head",
+    ),
+    (checks.check_fixed_masked_mse, checks._loss_over_every_patch, "every patch"),
+]
+
+
+@pytest.mark.parametrize(
+    "check, answer, words", MISCONCEPTIONS, ids=[m[0].__name__ for m in MISCONCEPTIONS]
+)
+def test_a_known_mistake_is_named_with_its_section(lenient, capsys, check, answer, words):
+    """Each mistake the book teaches, committed by an answer, is named in the verdict."""
+    assert not check(answer)
+    out = capsys.readouterr().out
+    mistake = [line for line in out.splitlines() if "mistake:" in line]
+    assert mistake and words in mistake[0] and "(see chapter" in mistake[0], out
+
+
+def test_a_wrong_answer_that_is_no_known_mistake_names_none(lenient, capsys):
+    assert not checks.check_fixed_attention(lambda q, k, v: v * 2)
+    assert "mistake:" not in capsys.readouterr().out

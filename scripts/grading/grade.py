@@ -1,0 +1,575 @@
+"""Grade submissions: every verdict computed here, in the grader's process, with the book's own
+checks; the student's code only ever runs in a sandboxed worker (see sandbox.py).
+
+For each notebook, a reference run of the book's own notebook (solutions in) records what the
+"predict, then run" cells compute. For each submission, a worker runs the book's cells with the
+student's answer cells in their places; at each grade cell the grader calls the chapter's check
+here, with handles (`Remote`) that call the student's functions in the worker on inputs drawn
+from a seed only the grader knows. A crash, a hang or a limit costs the cell it happened in: a
+new worker replays the cells before it, without that one, and grading goes on.
+"""
+
+import ast
+import contextlib
+import csv
+import html
+import io
+import os
+import re
+import shutil
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+sys.path.insert(0, str(Path(__file__).parent))
+import source as source_rules  # noqa: E402
+from sandbox import Limits, Session, WorkerGone  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+RESTARTS = 4  # new workers per submission after a crash, a hang or a limit
+FEEDBACK_LIMIT = 200_000  # characters of one feedback page
+COLUMNS = [
+    "student",
+    "notebook",
+    "exercise",
+    "score",
+    "max_score",
+    "status",
+    "feedback",
+]
+LIVE_DISPLAY = re.compile(r"\binteract\(|ipywidgets|widgets\.")
+
+
+@dataclass
+class Cell:
+    index: int
+    kind: str  # code (the book's), answer, grade, written, skip
+    source: str
+    grade_id: str = ""
+    points: int = 0
+
+    @property
+    def exercise(self) -> str:
+        return self.grade_id.split("-")[0]
+
+
+def plan(path: Path) -> list:
+    """The book's notebook as cells to run, in page order."""
+    book = nbformat.read(path, as_version=4)
+    cells = []
+    for index, cell in enumerate(book.cells):
+        meta = cell.metadata.get("nbgrader", {})
+        gid, points = meta.get("grade_id", ""), meta.get("points", 0)
+        if cell.cell_type == "markdown":
+            if meta.get("solution"):
+                cells.append(Cell(index, "written", cell.source, gid, points))
+            continue
+        if cell.cell_type != "code":
+            continue
+        text = "\n".join(
+            line for line in cell.source.splitlines()
+            if not line.lstrip().startswith(("%pip", "!pip", "%%capture"))
+        )  # fmt: skip
+        if meta.get("solution"):
+            cells.append(Cell(index, "answer", text, gid))
+        elif meta.get("grade"):
+            cells.append(Cell(index, "grade", text, gid, points))
+        elif LIVE_DISPLAY.search(text):
+            cells.append(Cell(index, "skip", text))  # a live widget: nobody to move it
+        else:
+            cells.append(Cell(index, "code", text))
+    return cells
+
+
+def check_call(cell: Cell):
+    """(the check's name, its arguments as written) of a grade cell: the last call of
+    `checks.check_...(...)` or `checks.compare_prediction(...)`."""
+    found = None
+    for node in ast.walk(ast.parse(cell.source)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "checks"
+        ):
+            found = node
+    if found is None:
+        raise ValueError(f"grade cell {cell.grade_id} calls no check")
+    return found.func.attr, found.args
+
+
+# --- a student's function, as the grader sees it ---
+
+
+class Remote:
+    """A student function that lives in the worker. Calling it sends the inputs there and
+    brings the output back as plain data; `forbidding` and `through` are what vitlib.checks
+    uses to make library functions raise, and to run its helpers, where the function runs."""
+
+    def __init__(self, session: Session, name: str):
+        self.session, self.name = session, name
+        self.forbid: tuple = ()
+        self.ever_forbidden: set = set()
+
+    def __call__(self, *args):
+        return self._answer(self.session.call(self.name, args, self.forbid))
+
+    def through(self, helper: str, *args):
+        return self._answer(self.session.call(self.name, args, self.forbid, helper))
+
+    @staticmethod
+    def _answer(value):
+        if isinstance(value, BaseException):
+            raise value
+        return value
+
+    @contextlib.contextmanager
+    def forbidding(self, names):
+        before, self.forbid = self.forbid, tuple(self.forbid) + tuple(names)
+        self.ever_forbidden |= set(names)
+        try:
+            yield
+        finally:
+            self.forbid = before
+
+    def __repr__(self):
+        return f"the function {self.name}"
+
+
+# --- one submission ---
+
+
+@dataclass
+class Result:
+    score: float = 0
+    status: str = "not run"
+    text: str = ""
+    mistake: str = ""
+
+
+@dataclass
+class Graded:
+    results: dict = field(default_factory=dict)  # grade_id -> Result
+    notes: list = field(default_factory=list)  # where the notebook stopped, and why
+    written: dict = field(
+        default_factory=dict
+    )  # grade_id -> the student's written answer
+
+
+def answers_of(submission, cells: list) -> dict:
+    """grade_id -> the student's source, for each answer cell of the book. Cells are found by
+    their nbgrader id; a notebook that lost its metadata (some editors drop it) by the name
+    its answer defines."""
+    by_id = {}
+    for cell in submission.cells:
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if gid and gid not in by_id:
+            by_id[gid] = cell.get("source", "")
+    answers = {}
+    for cell in cells:
+        if cell.kind not in ("answer", "written"):
+            continue
+        if cell.grade_id in by_id:
+            answers[cell.grade_id] = by_id[cell.grade_id]
+            continue
+        names = source_rules.defined(cell.source)
+        for other in submission.cells:
+            if other.get("cell_type") == "code" and names & source_rules.defined(
+                other.get("source", "")
+            ):
+                answers[cell.grade_id] = other["source"]
+                break
+    return answers
+
+
+def grade_submission(
+    cells, answers, reference, limits, log, unsafe, hidden, seconds
+) -> Graded:
+    """Run one submission in a worker; check each grade cell here as the worker reaches it."""
+    import vitlib.checks as checks
+
+    graded = Graded()
+    student = [answers.get(c.grade_id, "") for c in cells if c.kind == "answer"]
+    tampered = []  # lines of answers run so far that change the book's modules or the shell
+    runnable = [c for c in cells if c.kind in ("code", "answer", "grade")]
+    for c in cells:
+        if c.kind == "written":
+            graded.written[c.grade_id] = answers.get(c.grade_id, "")
+    deadline = time.monotonic() + seconds
+    session, skipped, restarts, position = None, set(), 0, 0
+    stopped = {}  # exercise -> why its answer cell was stopped
+
+    def text_of(c):
+        return answers.get(c.grade_id, "") if c.kind == "answer" else c.source
+
+    def what(c):
+        if c.kind == "answer":
+            return f"the answer cell of Exercise {c.exercise.removeprefix('ex').replace('_', '.')}"
+        return f"the book's cell {c.index + 1}" + (
+            " (a grade cell)" if c.kind == "grade" else ""
+        )
+
+    try:
+        while position < len(runnable):
+            if time.monotonic() > deadline:
+                graded.notes.append(
+                    f"stopped at {what(runnable[position])}: the notebook's time limit of {seconds} s"
+                )
+                break
+            cell = runnable[position]
+            try:
+                if session is None:
+                    session = Session(limits, log, unsafe=unsafe, hidden=hidden)
+                    for before in runnable[:position]:
+                        if before.index not in skipped:
+                            session.run(text_of(before), grade=before.kind == "grade")
+                answer = session.run(text_of(cell), grade=cell.kind == "grade")
+                if answer.get("timed_out"):
+                    graded.notes.append(
+                        f"{what(cell)} was interrupted at the time limit of {limits.cell_seconds} s"
+                    )
+                if cell.kind == "answer":
+                    where = what(cell)
+                    tampered += [
+                        f"{where}, {line}"
+                        for line in source_rules.tampering(text_of(cell))
+                        if f"{where}, {line}" not in tampered
+                    ]
+                if cell.kind == "grade":
+                    result = check(
+                        cell,
+                        session,
+                        reference,
+                        checks,
+                        student,
+                        answers,
+                        cells,
+                        tampered,
+                    )
+                    if cell.exercise in stopped and result.status == "graded":
+                        result.status = f"answer stopped: {stopped[cell.exercise]}"
+                    graded.results[cell.grade_id] = result
+            except WorkerGone as gone:
+                skipped.add(cell.index)
+                if cell.kind == "answer":
+                    stopped[cell.exercise] = gone.reason
+                graded.notes.append(f"stopped at {what(cell)}: {gone.reason}")
+                if cell.kind == "grade":
+                    graded.results[cell.grade_id] = Result(
+                        0, f"stopped: {gone.reason}", ""
+                    )
+                if session is not None:
+                    session.close()
+                session = None
+                restarts += 1
+                if restarts > RESTARTS:
+                    graded.notes.append(
+                        f"no more workers after {RESTARTS} restarts: the rest is not run"
+                    )
+                    break
+            position += 1
+    finally:
+        if session is not None:
+            session.close()
+    for c in cells:
+        if c.kind == "grade" and c.grade_id not in graded.results:
+            reason = graded.notes[-1] if graded.notes else "not run"
+            graded.results[c.grade_id] = Result(0, f"not run: {reason}")
+    return graded
+
+
+def check(
+    cell, session, reference, checks, student, answers, cells, tampering
+) -> Result:
+    """The verdict of one grade cell, computed here."""
+    name, args = check_call(cell)
+    if tampering:
+        lines = "; ".join(tampering)
+        return Result(
+            0,
+            "tampering",
+            f"✘ an answer changes the book's modules or the shell ({lines}): no exercise from there on is graded automatically",
+        )
+    remotes = []
+
+    def remote(node):
+        if isinstance(node, ast.Name):
+            r = Remote(session, node.id)
+            remotes.append(r)
+            return r
+        return ast.literal_eval(node)
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        if name == "compare_prediction":
+            recorded = reference.get(cell.index) or []
+            if not recorded:
+                return Result(0, "not graded: the reference run recorded no prediction")
+            ok = all(
+                checks.compare_prediction(
+                    r["title"], remote(args[1]), r["actual"], r["hint"]
+                )
+                for r in recorded
+            )
+        else:
+            ok = bool(getattr(checks, name)(*[remote(a) for a in args]))
+    text = out.getvalue()
+    forbid = set().union(*(r.ever_forbidden for r in remotes)) if remotes else set()
+    own = [
+        answers.get(c.grade_id, "")
+        for c in cells
+        if c.kind == "answer" and c.exercise == cell.exercise
+    ]
+    others = [s for s in student if s not in own]
+    found = source_rules.violations(source_rules.reached(own, others), forbid)
+    mistake = next(
+        (
+            line.split("mistake:", 1)[1].strip()
+            for line in text.splitlines()
+            if "mistake:" in line
+        ),
+        "",
+    )
+    if found:
+        text += (
+            "\n✘ the library is off for this exercise, and the answer's source uses it:\n"
+            + "\n".join(f"   {f}" for f in found)
+        )
+        return Result(0, "library used", text, mistake)
+    return Result(cell.points if ok else 0, "graded", text, mistake)
+
+
+# --- the whole run ---
+
+
+def reference_run(cells, limits, log, unsafe, hidden) -> dict:
+    """cell index -> what each prediction in it compares with, from the book's own notebook."""
+    from wire import decode
+
+    session = Session(limits, log, unsafe=unsafe, hidden=hidden)
+    recorded = {}
+    try:
+        for cell in cells:
+            if cell.kind in ("code", "answer", "grade"):
+                answer = session.run(cell.source, grade=cell.kind == "grade")
+                if cell.kind == "grade" and answer.get("predictions"):
+                    recorded[cell.index] = [
+                        dict(p, actual=decode(p["actual"]))
+                        for p in answer["predictions"]
+                    ]
+    except WorkerGone as gone:
+        raise SystemExit(
+            f"the book's own notebook stopped in the reference run: {gone.reason} (see {log})"
+        ) from None
+    finally:
+        session.close()
+    return recorded
+
+
+CHAPTER_NAME = re.compile(
+    r"^(copy of\s+)?(?P<stem>.+?)(\s*-\s*copy)?(\s*\(\d+\))?$", re.I
+)
+
+
+def chapter_of(path: Path, chapters: dict):
+    """The chapter a file is, forgiving a browser's or a drive's renaming: `03_attention (1)`,
+    `Copy of 03_attention`, `03_attention - Copy`."""
+    if path.suffix != ".ipynb":
+        return None
+    match = CHAPTER_NAME.match(path.stem.strip())
+    stem = match["stem"].strip() if match else path.stem
+    return chapters.get(stem)
+
+
+def run(
+    submissions: Path,
+    out: Path,
+    seed: int,
+    limits: Limits,
+    notebook_seconds: int,
+    unsafe: bool,
+):
+    """Grade SUBMISSIONS/<student>/<notebook>.ipynb into out/ (grades.csv, feedback/, logs/)."""
+    os.environ["VITLIB_CHECK_SEED"] = str(seed)  # here only: the workers never see it
+    os.environ["VITLIB_STRICT_CHECKS"] = (
+        "0"  # a verdict is a value here, not an exception
+    )
+    chapters = {p.stem: p for p in sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))}
+    students = sorted(p for p in submissions.iterdir() if p.is_dir())
+    staging = out.parent / f".{out.name}.new-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    (staging / "feedback").mkdir(parents=True)
+    (staging / "logs").mkdir()
+    hidden = [submissions, out, staging]
+    grades = open(staging / "grades.csv", "w", newline="")
+    writer = csv.writer(grades)
+    writer.writerow(COLUMNS)
+    grades.flush()
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    plans, references, finished = {}, {}, False
+    try:
+        for student in students:
+            chosen = {}
+            for path in sorted(
+                student.iterdir(), key=lambda p: (p.stat().st_mtime, p.name)
+            ):
+                chapter = chapter_of(path, chapters)
+                if chapter is None:
+                    writer.writerow(
+                        [
+                            student.name,
+                            path.name,
+                            "",
+                            "",
+                            "",
+                            "not graded: not a chapter of the book (a notebook named like 03_attention.ipynb)",
+                            "",
+                        ]
+                    )
+                    continue
+                if chapter.stem in chosen:
+                    writer.writerow(
+                        [
+                            student.name,
+                            chosen[chapter.stem].name,
+                            "",
+                            "",
+                            "",
+                            f"not graded: {path.name} is a later copy of the same chapter, graded instead",
+                            "",
+                        ]
+                    )
+                chosen[chapter.stem] = path
+            for stem, path in sorted(chosen.items()):
+                chapter = chapters[stem]
+                if stem not in plans:
+                    plans[stem] = plan(chapter)
+                    log = staging / "logs" / f"reference-{stem}.txt"
+                    references[stem] = reference_run(
+                        plans[stem], limits, log, unsafe, hidden
+                    )
+                rows, page = grade_file(
+                    student.name,
+                    path,
+                    chapter,
+                    plans[stem],
+                    references[stem],
+                    limits,
+                    staging,
+                    notebook_seconds,
+                    unsafe,
+                    hidden,
+                )
+                writer.writerows(rows)
+                grades.flush()
+                folder = staging / "feedback" / student.name
+                folder.mkdir(exist_ok=True)
+                (folder / f"{chapter.stem}.html").write_text(page[:FEEDBACK_LIMIT])
+                print(
+                    f"{student.name}/{path.name}: {sum(float(r[3] or 0) for r in rows):g} of {sum(int(r[4] or 0) for r in rows if r[5] != 'needs manual grading')} automatic points"
+                )
+        (staging / "seed.txt").write_text(f"{seed}\n")
+        finished = True
+    finally:
+        grades.close()
+        signal.signal(signal.SIGTERM, previous)
+        if finished:
+            old = out.parent / f".{out.name}.old-{os.getpid()}"
+            if out.exists():
+                out.rename(old)
+            staging.rename(out)
+            shutil.rmtree(old, ignore_errors=True)
+            print(out / "grades.csv")
+        else:
+            kept = out.parent / f"{out.name}-interrupted"
+            shutil.rmtree(kept, ignore_errors=True)
+            staging.rename(kept)
+            print(
+                f"grading stopped: what was graded is in {kept}; {out} still holds the previous run's grades",
+                file=sys.stderr,
+            )
+
+
+def grade_file(
+    student, path, chapter, cells, reference, limits, staging, seconds, unsafe, hidden
+):
+    """(grades.csv rows, the feedback page) for one submitted notebook."""
+    logs = staging / "logs" / student
+    logs.mkdir(parents=True, exist_ok=True)
+    try:
+        submission = nbformat.read(path, as_version=4)
+    except Exception as error:  # not JSON, not a notebook
+        status = f"not graded: the file is not a notebook nbformat can read ({type(error).__name__})"
+        return [[student, path.name, "", 0, "", status, ""]], _page(
+            path.name, [], [status]
+        )
+    graded = grade_submission(
+        cells,
+        answers_of(submission, cells),
+        reference,
+        limits,
+        logs / f"{chapter.stem}.txt",
+        unsafe,
+        hidden,
+        seconds,
+    )
+    rows, blocks = [], []
+    exercises = {}
+    for c in cells:
+        if c.kind in ("grade", "written"):
+            exercises.setdefault(c.exercise, []).append(c)
+    for exercise, parts in exercises.items():
+        number = exercise.removeprefix("ex").replace("_", ".")
+        points = sum(c.points for c in parts)
+        if parts[0].kind == "written":
+            text = graded.written.get(parts[0].grade_id, "")
+            rows.append(
+                [student, path.name, number, "", points, "needs manual grading", ""]
+            )
+            blocks.append(
+                (f"Exercise {number} ({points} by hand)", "needs manual grading", text)
+            )
+            continue
+        results = [graded.results[c.grade_id] for c in parts]
+        score = sum(r.score for r in results)
+        status = next((r.status for r in results if r.status != "graded"), "graded")
+        mistake = "; ".join(r.mistake for r in results if r.mistake)
+        rows.append(
+            [
+                student,
+                path.name,
+                number,
+                f"{score:g}",
+                points,
+                status,
+                f"mistake: {mistake}" if mistake else "",
+            ]
+        )
+        blocks.append(
+            (
+                f"Exercise {number}: {score:g} of {points}",
+                status,
+                "\n".join(r.text for r in results),
+            )
+        )
+    return rows, _page(path.name, blocks, graded.notes)
+
+
+def _page(name, blocks, notes) -> str:
+    parts = [f"<html><head><meta charset='utf-8'><title>{html.escape(name)}</title></head><body>",
+             f"<h1>{html.escape(name)}</h1>"]  # fmt: skip
+    for note in notes:
+        parts.append(f"<p><b>Note:</b> {html.escape(note)}</p>")
+    for title, status, text in blocks:
+        parts.append(f"<h2>{html.escape(title)}</h2><p>{html.escape(status)}</p>")
+        parts.append(f"<pre>{html.escape(text[:8000])}</pre>")
+    parts.append("</body></html>\n")
+    return "\n".join(parts)

@@ -1,0 +1,379 @@
+"""Each submission's worker in a sandbox, and the session the grader holds with it.
+
+The sandbox is bubblewrap (Debian's `bubblewrap`): new PID, network, IPC and UTS namespaces, a
+read-only view of the system, Python and the book (vitlib, the notebooks' neighbours), a private
+writable /tmp of limited size and nothing else writable, no network, an environment of a few
+variables, and the worker run as an unprivileged user (nobody) with limits on processes, CPU
+time, file size and address space. The grader adds what rlimits cannot: a watchdog on the
+sandbox's memory (resident set), a time limit per cell, and a cap on the output it keeps.
+When the worker ends, everything it started ends with it (the PID namespace goes).
+"""
+
+import json
+import os
+import pickle
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+import wire  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKER = Path(__file__).with_name("worker.py")
+NOBODY = 65534
+GIB = 2**30
+
+
+@dataclass
+class Limits:
+    memory: int = 4 * GIB  # resident memory of the whole sandbox
+    processes: int = 256  # processes and threads of the sandbox's user
+    cpu_seconds: int = 1800  # CPU time of one worker
+    file_size: int = (
+        256 * 2**20
+    )  # the largest file it may write; also the size of its /tmp
+    output: int = 10 * 2**20  # what the grader keeps of its printed output
+    cell_seconds: int = 120  # one cell, or one call of a student's function
+
+
+class WorkerGone(BaseException):
+    """The worker stopped answering: `reason` says why (a limit, a crash, a hang). Not an
+    Exception: a check's `except Exception` around the student's call must not swallow it."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def sandbox_problem() -> str | None:
+    """Why no sandbox can run here, or None."""
+    if not sys.platform.startswith("linux"):
+        return "the sandbox needs Linux"
+    if shutil.which("bwrap") is None:
+        return "bubblewrap is not installed (Debian: apt-get install bubblewrap)"
+    probe = subprocess.run(
+        [*bwrap_command(Path("/tmp"), "/tmp"), "true"], capture_output=True, text=True
+    )
+    if probe.returncode:
+        return f"bubblewrap cannot make namespaces here: {probe.stderr.strip()[:300]}"
+    return None
+
+
+def _binds() -> list:
+    """Read-only folders the worker needs: the system, this Python, the book."""
+    paths = {Path(p) for p in ("/usr", "/etc")}
+    for prefix in {sys.base_prefix, sys.prefix, sys.exec_prefix}:
+        paths.add(Path(prefix).resolve())
+    paths.add(ROOT)
+    return sorted(paths, key=lambda p: len(p.parts))
+
+
+def bwrap_command(root: Path, cwd: str, hidden=()) -> list:
+    """The bubblewrap command line up to the program. `hidden` folders (the submissions, the
+    grades) are covered with empty ones wherever the view would show them."""
+    command = [
+        "bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+        "--unshare-cgroup-try", "--die-with-parent", "--new-session",
+        "--proc", "/proc", "--dev", "/dev",
+        "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
+        "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin",
+    ]  # fmt: skip
+    made = {Path("/")}
+    for path in _binds():
+        for parent in reversed(path.parents):
+            if parent not in made and parent != Path("/"):
+                command += ["--perms", "0755", "--dir", str(parent)]
+                made.add(parent)
+        command += ["--ro-bind", str(path), str(path)]
+        made.add(path)
+    for path in hidden:
+        path = Path(path).resolve()
+        if any(path.is_relative_to(b) for b in _binds()):
+            command += ["--tmpfs", str(path), "--remount-ro", str(path)]
+    size = str(Limits.file_size)
+    command += ["--perms", "1777", "--size", size, "--tmpfs", "/tmp"]
+    for name in ("home", "book", "book/notebooks", "book/runs"):
+        command += ["--perms", "0777", "--dir", f"/tmp/{name}"]
+    for name in (
+        "benchmarks",
+        "book",
+        "vitlib",
+    ):  # what pages read beside them: ../benchmarks
+        command += ["--symlink", str(root / name), f"/tmp/book/{name}"]
+    command += ["--chdir", cwd, "--clearenv"]
+    for key, value in _environment().items():
+        command += ["--setenv", key, value]
+    if os.geteuid() == 0:  # run the worker as nobody, outside as well as inside
+        command += [
+            "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+            "--no-new-privs", "--",
+        ]  # fmt: skip
+    else:  # an unprivileged instructor: a user namespace maps them to nobody inside
+        command[1:1] = ["--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY)]
+    return command
+
+
+def _environment() -> dict:
+    """All the worker inherits: no seed, no strictness, nothing of the grader's."""
+    return {
+        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+        "HOME": "/tmp/home",
+        "LANG": "C.UTF-8",
+        "MPLBACKEND": "Agg",
+        "MPLCONFIGDIR": "/tmp/home/.matplotlib",
+        "IPYTHONDIR": "/tmp/home/.ipython",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "VITLIB_SMOKE": "1",  # small data and few epochs: the training pages run in minutes
+        "OMP_NUM_THREADS": "2",
+    }
+
+
+class Session:
+    """One worker: start it, run cells, call functions, stop it. Every wait has a limit."""
+
+    def __init__(self, limits: Limits, log: Path, unsafe: bool = False, hidden=()):
+        self.limits, self.log, self.unsafe = limits, log, unsafe
+        self.kept, self.cut, self.memory_peak = 0, False, 0
+        self.stopped: str | None = None
+        to_worker, self._write = os.pipe()
+        self._read, from_worker = os.pipe()
+        rlimits = {
+            "address_space": limits.memory
+            + 8 * GIB,  # a backstop: the watchdog acts first
+            "processes": limits.processes,
+            "cpu_seconds": limits.cpu_seconds,
+            "file_size": limits.file_size,
+            "core": 0,
+        }
+        program = [
+            sys.executable, str(WORKER), str(to_worker), str(from_worker), json.dumps(rlimits),
+        ]  # fmt: skip
+        if unsafe:
+            self.tmp = (
+                Path(os.environ.get("TMPDIR", "/tmp")) / f"vitlib-grade-{os.getpid()}"
+            )
+            (self.tmp / "notebooks").mkdir(parents=True, exist_ok=True)
+            command, cwd = program, self.tmp / "notebooks"
+            env = dict(_environment(), HOME=str(self.tmp))
+        else:
+            command = [*bwrap_command(ROOT, "/tmp/book/notebooks", hidden), *program]
+            cwd, env = None, None
+        self.process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            pass_fds=(to_worker, from_worker),
+            start_new_session=True,
+            cwd=cwd,
+            env=env,
+        )
+        os.close(to_worker)
+        os.close(from_worker)
+        self._output = open(log, "ab")
+        threading.Thread(target=self._keep_output, daemon=True).start()
+        threading.Thread(target=self._watch_memory, daemon=True).start()
+        self._answer(timeout=120)  # {"ready": True} once torch and vitlib are imported
+
+    # --- what the worker prints: kept up to the limit, the rest counted and dropped ---
+    def _keep_output(self):
+        for chunk in iter(lambda: self.process.stdout.read1(65536), b""):
+            room = self.limits.output - self.kept
+            if room > 0:
+                self._output.write(chunk[:room])
+                self._output.flush()
+            self.kept += len(chunk)
+            if self.kept > self.limits.output and not self.cut:
+                self.cut = True
+                self._output.write(
+                    f"\n[output cut at {self.limits.output} bytes: the grader keeps no more]\n".encode()
+                )
+                self._output.flush()
+
+    def _tree(self) -> list:
+        """The sandbox's processes: the worker's launcher and everything under it."""
+        pids, queue = [], [self.process.pid]
+        while queue:
+            pid = queue.pop()
+            pids.append(pid)
+            try:
+                for task in os.listdir(f"/proc/{pid}/task"):
+                    with open(f"/proc/{pid}/task/{task}/children") as f:
+                        queue += [int(c) for c in f.read().split()]
+            except OSError:
+                pass
+        return pids
+
+    def _watch_memory(self):
+        page = os.sysconf("SC_PAGE_SIZE")
+        while self.process.poll() is None:
+            private, shared = 0, 0  # forks share their parent's pages: count those once
+            for pid in self._tree():
+                try:
+                    with open(f"/proc/{pid}/statm") as f:
+                        fields = f.read().split()
+                    resident, common = int(fields[1]) * page, int(fields[2]) * page
+                except (OSError, ValueError, IndexError):
+                    continue
+                private += resident - common
+                shared = max(shared, common)
+            total = private + shared
+            self.memory_peak = max(self.memory_peak, total)
+            if total > self.limits.memory:
+                self.stopped = f"the memory limit: the submission used over {self.limits.memory / GIB:g} GiB"
+                self.kill()
+                return
+            time.sleep(0.05)
+
+    def kill(self):
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def interrupt(self):
+        """SIGINT to the worker itself (the deepest Python process of the sandbox)."""
+        for pid in reversed(self._tree()[1:] or self._tree()):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if str(WORKER).encode() in f.read():
+                        os.kill(pid, signal.SIGINT)
+                        return
+            except OSError:
+                pass
+
+    # --- one exchange ---
+    def _answer(self, timeout: float):
+        result, box = {}, []
+
+        def read():
+            try:
+                box.append(wire.loads(wire.read_frame(self._read)))
+            except (EOFError, OSError, ValueError, wire.WireError) as error:
+                box.append(error)
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        reader.join(timeout)
+        if reader.is_alive():  # past the limit: interrupt, then stop
+            self.interrupt()
+            reader.join(5)
+            if reader.is_alive():
+                self.kill()
+                reader.join(5)
+                raise WorkerGone(
+                    f"the time limit of {timeout:g} s: it ran past it and ignored the interrupt"
+                )
+            result = box[0]
+            if isinstance(result, dict):
+                result["timed_out"] = True
+            return result
+        result = box[0] if box else EOFError()
+        if isinstance(result, BaseException):
+            raise WorkerGone(self._why(result))
+        return result
+
+    def _why(self, error) -> str:
+        if self.stopped:
+            return self.stopped
+        try:
+            code = self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return f"a broken answer ({error})"
+        if isinstance(error, wire.WireError):
+            return f"an answer the grader cannot read ({error})"
+        if code is not None and code > 128:  # bubblewrap passes on its child's signal
+            code = 128 - code
+        if code is not None and code < 0:
+            name = signal.Signals(-code).name
+            if -code == signal.SIGXCPU:
+                return f"the CPU time limit of {self.limits.cpu_seconds} s"
+            return f"a crash: the worker was stopped by {name}"
+        return f"a crash: the kernel exited (code {code})"
+
+    def send(self, message: dict, timeout: float):
+        if self.process.poll() is not None:
+            raise WorkerGone(self._why(EOFError()))
+        try:
+            wire.write_frame(self._write, pickle.dumps(message))
+        except OSError as error:
+            raise WorkerGone(self._why(error)) from None
+        return self._answer(timeout)
+
+    def run(self, source: str, grade: bool = False) -> dict:
+        return self.send(
+            {"op": "run", "source": source, "grade": grade}, self.limits.cell_seconds
+        )
+
+    def call(self, name: str, args: tuple, forbid=(), helper=None):
+        """The student's `name(*args)`, as a value, or an exception to raise here."""
+        answer = self.send(
+            {
+                "op": "call",
+                "name": name,
+                "args": args,
+                "forbid": list(forbid),
+                "helper": helper,
+            },
+            self.limits.cell_seconds,
+        )
+        if answer.get("timed_out"):
+            return TimedOut(self.limits.cell_seconds)
+        if "error" in answer:
+            return rebuild_error(answer["error"])
+        return wire.decode(answer["value"])
+
+    def close(self):
+        try:
+            wire.write_frame(self._write, pickle.dumps({"op": "bye"}))
+        except OSError:
+            pass
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        self.kill()
+        self.process.wait()
+        for fd in (self._write, self._read):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._output.close()
+        if self.unsafe:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+class TimedOut(TimeoutError):
+    def __init__(self, seconds):
+        super().__init__(
+            f"it ran past the time limit of {seconds:g} s and was interrupted"
+        )
+
+
+def rebuild_error(tree: dict) -> BaseException:
+    """An exception of the grader's own making that reads like the student's."""
+    name = str(tree.get("raised", "Exception"))
+    message = str(tree.get("message", ""))
+    if name == "NotImplementedError":
+        return NotImplementedError(message)
+    if name == "WriteItYourself":
+        from vitlib.checks import WriteItYourself
+
+        return WriteItYourself(message)
+    if name == "KeyboardInterrupt":
+        return TimedOut(Limits.cell_seconds)
+    if not name.isidentifier():
+        name = "Exception"
+    return type(name, (Exception,), {})(message)
+
+
+def limits_dict(limits: Limits) -> dict:
+    return asdict(limits)
