@@ -188,7 +188,9 @@ MISCONCEPTIONS = [  # (check, an answer that commits the mistake, words of its n
 @pytest.mark.parametrize(
     "check, answer, words", MISCONCEPTIONS, ids=[m[0].__name__ for m in MISCONCEPTIONS]
 )
-def test_a_known_mistake_is_named_with_its_section(lenient, capsys, check, answer, words):
+def test_a_known_mistake_is_named_with_its_section(
+    lenient, capsys, check, answer, words
+):
     """Each mistake the book teaches, committed by an answer, is named in the verdict."""
     assert not check(answer)
     out = capsys.readouterr().out

@@ -497,3 +497,70 @@ def test_a_helper_in_another_answer_cell_is_read_too():
     reached = source_rules.reached([answer], [helper, "def unrelated():\n    pass"])
     assert len(reached) == 2
     assert source_rules.violations(reached, checks.SOFTMAX)
+
+
+@pytest.mark.sandbox
+def test_sigterm_keeps_the_previous_grades_and_what_was_graded(tmp_path):
+    import signal
+    import time
+
+    (tmp_path / "subs" / "zed").mkdir(parents=True)
+    hang = {"ex3_1-answer": "import time\ntime.sleep(600)"}
+    nbformat.write(submission(RIGHT, hang), tmp_path / "subs" / "zed" / CHAPTER.name)
+    out = tmp_path / "grades"
+    out.mkdir()
+    (out / "grades.csv").write_text("the previous run's grades\n")
+    command = [sys.executable, str(ROOT / "scripts" / "coursework.py"), "grade"]
+    command += [str(tmp_path / "subs"), "--out", str(out), "--cell-timeout", "300"]
+    process = subprocess.Popen(
+        command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    time.sleep(20)  # the reference run, then zed's sleeping cell
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 128 + signal.SIGTERM, err
+    assert (out / "grades.csv").read_text() == "the previous run's grades\n"
+    kept = tmp_path / "grades-interrupted" / "grades.csv"
+    assert kept.read_text().startswith("student,notebook,exercise")
+    assert "grades-interrupted" in err
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".grades")]
+
+
+# --- the wire: what a worker sends comes back as plain data, never as code ---
+
+import wire  # noqa: E402
+
+
+def test_the_wire_carries_tensors_arrays_and_plain_values():
+    import numpy as np
+
+    value = {
+        "t": torch.randn(2, 3),
+        "b": torch.tensor([True, False]),
+        "h": torch.ones(2, dtype=torch.bfloat16),
+        "a": np.arange(6).reshape(2, 3),
+        "n": (1, 2.5, float("nan"), "x", None, [torch.Size([4, 5])]),
+        "big": 10**30,
+    }
+    back = wire.decode(wire.loads(wire.dumps(wire.encode(value))))
+    assert torch.equal(back["t"], value["t"]) and back["h"].dtype == torch.bfloat16
+    assert torch.equal(back["b"], value["b"]) and (back["a"] == value["a"]).all()
+    assert back["n"][:2] == (1, 2.5) and back["n"][2] != back["n"][2]
+    assert back["n"][3:] == ("x", None, [(4, 5)]) and back["big"] == 10**30
+
+
+def test_the_wire_turns_anything_else_into_an_opaque_value():
+    class Sneaky:
+        def __eq__(self, other):
+            return True
+
+    back = wire.decode(wire.encode(Sneaky()))
+    assert isinstance(back, wire.Opaque) and back != back and back != 1
+    for broken in [
+        {"tensor": "float32", "shape": [3], "data": "AAAA"},  # 3 bytes for 3 floats
+        {"tensor": "object", "shape": [1], "data": ""},
+        {"pickle": "gASVAAAAAAAAAAA="},
+        {"list": [1] * 0, "tuple": [], "dict": [], "x": 1},
+    ]:
+        with pytest.raises(wire.WireError):
+            wire.decode(broken)

@@ -181,7 +181,8 @@ def decode(tree, depth: int = 0):
         return _array(tree)
     if "dataclass" in tree:
         fields = {str(k): decode(v, depth + 1) for k, v in dict(tree["fields"]).items()}
-        if tree["dataclass"] in DATACLASSES:
+        # the notebook's own class (__main__.ViTConfig) or the library's: rebuilt from plain fields
+        if str(tree["dataclass"]).rsplit(".", 1)[-1] in DATACLASSES:
             from vitlib.model import ViTConfig
 
             try:
