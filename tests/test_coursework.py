@@ -198,6 +198,16 @@ CHEATS = {  # student: answer cells changed; every changed exercise has a wrong 
         "ex3_2-answer": "import functools\nattend = functools.partial(getattr(F, 'scaled_dot_' + 'product_attention'))\n"
         "def fixed_attention(q, k, v):\n    return attend(q, k, v)",
     },
+    # another student's answers, read from the submissions folder and the grades
+    "ivy": {
+        "ex3_1-answer": "import glob, json\n"
+        "for path in glob.glob('{others}/*/*.ipynb') + glob.glob('{grades}/*'):\n"
+        "    try:\n        cells = json.load(open(path))['cells']\n    except (OSError, ValueError):\n"
+        "        continue\n"
+        "    for cell in cells:\n"
+        "        if cell['metadata'].get('nbgrader', {}).get('grade_id') == 'ex3_1-answer':\n"
+        "            exec(''.join(cell['source']))",
+    },
     "gus": {
         "ex3_1-answer": "def masked_attention(q, k, v, mask):\n"
         "    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~mask, float('-inf'))\n"
@@ -225,6 +235,10 @@ HARMS = {  # one submission that tries each harm, an exercise at a time
     "try:\n    socket.create_connection(('127.0.0.1', {port}), timeout=2).sendall(os.environ.get('VITLIB_CHECK_SEED', 'none').encode())\n"
     "except OSError:\n    pass\n" + RIGHT["ex3_5-answer"],
 }
+
+
+def _place(answer: str, others, grades) -> str:
+    return answer.replace("{others}", str(others)).replace("{grades}", str(grades))
 
 
 def _grade(folder, out, *extra):
@@ -263,13 +277,20 @@ def graded(tmp_path_factory):
     ).start()
     port = listener.getsockname()[1]
     folder = tmp_path_factory.mktemp("submissions")
+    out = tmp_path_factory.mktemp("grades") / "grades"
     harms = {k: v.format(root=ROOT, port=port, others=folder) for k, v in HARMS.items()}
     students = {
         "ada": submission(RIGHT),  # every answer right
         "ben": submission({}),  # the student edition, untouched
         "cy": submission(RIGHT, MISTAKE),
         "harm": submission(RIGHT, harms),
-        **{name: submission(RIGHT, changes) for name, changes in CHEATS.items()},
+        **{
+            name: submission(
+                RIGHT,
+                {k: _place(v, folder, out) for k, v in changes.items()},
+            )
+            for name, changes in CHEATS.items()
+        },
     }
     for name, notebook in students.items():
         (folder / name).mkdir()
@@ -278,7 +299,6 @@ def graded(tmp_path_factory):
     (folder / "hal").mkdir()
     nbformat.write(submission(RIGHT), folder / "hal" / "Copy of 03_attention (1).ipynb")
     (folder / "hal" / "notes.txt").write_text("not a notebook")
-    out = tmp_path_factory.mktemp("grades") / "grades"
     (out / "feedback").mkdir(parents=True)
     (out / "grades.csv").write_text("the previous run's grades\n")
     before = _tree_state(ROOT / "vitlib", ROOT / "notebooks", folder)
@@ -335,6 +355,8 @@ def test_cheats_score_zero_on_what_they_cheat(graded):
     # the library captured in a default argument, a partial, a getattr string, log_softmax
     assert scores(rows, "dee") == {**FULL, "3.1": 0, "3.2": 0}
     assert scores(rows, "gus") == {**FULL, "3.1": 0}
+    # the other submissions and the grades are out of sight: the stub stays a stub
+    assert scores(rows, "ivy") == {**FULL, "3.1": 0}
     for student, exercise in [("dee", "3.1"), ("dee", "3.2"), ("gus", "3.1")]:
         assert rows[student, exercise]["status"] == "library used"
     page = (graded["out"] / "feedback" / "dee" / "03_attention.html").read_text()

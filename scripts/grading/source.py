@@ -29,8 +29,8 @@ EQUIVALENTS = {
 }  # fmt: skip
 DYNAMIC = {  # ways to reach a name the source does not spell
     "eval", "exec", "compile", "__import__", "importlib", "globals", "vars", "locals",
-    "__dict__", "__getattribute__", "__builtins__", "builtins", "modules", "getattr",
-    "attrgetter", "methodcaller",
+    "__dict__", "__getattribute__", "__builtins__", "builtins", "getattr", "attrgetter",
+    "methodcaller",
 }  # fmt: skip
 
 
@@ -134,6 +134,13 @@ def violations(sources: list, forbidden) -> list:
                     if p.search(node.value):
                         flag(node, repr(node.value)[:40], f"a string naming {name}")
                         break
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr == "modules"
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "sys"
+            ):
+                flag(node, "sys.modules", "a name looked up at run time")
             for word in spelled:
                 for name, p in rules:
                     if p.fullmatch(word):
