@@ -223,9 +223,14 @@ HARMS = {  # one submission that tries each harm, an exercise at a time
     "ex3_1-answer": "big = torch.ones(5 * 2**30, dtype=torch.uint8)  # 5 GiB\n"
     + RIGHT["ex3_1-answer"],
     "ex3_2-answer": "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass",
-    "ex3_3-answer": "import os, time\nfor _ in range(50):\n    if os.fork() == 0:\n"
-    "        time.sleep(600)\n        os._exit(0)\nprint('x' * (200 * 2**20))\n"
-    + RIGHT["ex3_3-answer"],
+    # 200 MB of output, then 50 forks, eight of them touching 1 GiB of shared memory each
+    "ex3_3-answer": "import mmap, os, time\nprint('x' * (200 * 2**20))\n"
+    "for i in range(50):\n    if os.fork() == 0:\n        if i < 8:\n"
+    "            m = mmap.mmap(-1, 2**30)\n"
+    "            for start in range(0, 2**30, 2**24):\n"
+    "                m[start : start + 2**24] = bytes(2**24)\n"
+    "        time.sleep(600)\n        os._exit(0)\n"
+    "time.sleep(30)\n" + RIGHT["ex3_3-answer"],
     "ex3_4-answer": "import os, signal\nos.killpg(0, signal.SIGKILL)",
     "ex3_5-answer": "import glob, pathlib, socket, os\nSEEN = []\n"
     "for path in [*glob.glob('{others}/*/*'), *glob.glob('{root}/_build/*/*'),\n"
@@ -383,6 +388,7 @@ def test_harms_are_contained_and_cost_only_their_cells(graded):
     assert scores(rows, "harm") == {**FULL, "3.1": 0, "3.2": 0, "3.3": 0, "3.4": 0}
     assert "memory limit" in rows["harm", "3.1"]["status"]
     assert "ignored the interrupt" in rows["harm", "3.2"]["status"]
+    assert "memory limit" in rows["harm", "3.3"]["status"]  # shared pages counted
     assert "crash" in rows["harm", "3.4"]["status"]
     log = (out / "logs" / "harm" / "03_attention.txt").stat().st_size
     assert log < 12 * 2**20, "the 200 MB of output were kept"
@@ -503,6 +509,8 @@ CAPTURES = [  # ways to keep a forbidden function, each caught by name
     "f = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu",
     "f = getattr(F, 'scaled_dot_' + name)",
     "f = eval('F.sdpa')",
+    "import pickle, base64\nf = pickle.loads(base64.b64decode(blob))",
+    "f = inspect.getattr_static(F, name)",
     "def f(x):\n    return x.log_softmax(-1).exp()",
 ]
 
@@ -586,3 +594,9 @@ def test_the_wire_turns_anything_else_into_an_opaque_value():
     ]:
         with pytest.raises(wire.WireError):
             wire.decode(broken)
+
+
+def test_a_file_name_cannot_start_a_spreadsheet_formula(tmp_path):
+    with open(tmp_path / "g.csv", "w", newline="") as f:
+        grader._SafeWriter(f).writerow(["ada", "=HYPERLINK(1)", "-1", 2])
+    assert (tmp_path / "g.csv").read_text().strip() == "ada,'=HYPERLINK(1),'-1,2"

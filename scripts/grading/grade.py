@@ -32,6 +32,7 @@ from sandbox import Limits, Session, WorkerGone  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 RESTARTS = 4  # new workers per submission after a crash, a hang or a limit
 FEEDBACK_LIMIT = 200_000  # characters of one feedback page
+SUBMISSION_LIMIT = 64 * 2**20  # bytes of one submitted notebook
 COLUMNS = [
     "student",
     "notebook",
@@ -408,7 +409,7 @@ def run(
     (staging / "logs").mkdir()
     hidden = [submissions, out, staging]
     grades = open(staging / "grades.csv", "w", newline="")
-    writer = csv.writer(grades)
+    writer = _SafeWriter(grades)
     writer.writerow(COLUMNS)
     grades.flush()
 
@@ -504,12 +505,36 @@ def run(
             )
 
 
+class _SafeWriter:
+    """csv.writer whose cells cannot start a spreadsheet formula (a file named '=cmd|...')."""
+
+    def __init__(self, f):
+        self.writer = csv.writer(f)
+
+    @staticmethod
+    def _cell(value):
+        text = str(value)
+        return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+
+    def writerow(self, row):
+        self.writer.writerow([self._cell(v) for v in row])
+
+    def writerows(self, rows):
+        for row in rows:
+            self.writerow(row)
+
+
 def grade_file(
     student, path, chapter, cells, reference, limits, staging, seconds, unsafe, hidden
 ):
     """(grades.csv rows, the feedback page) for one submitted notebook."""
     logs = staging / "logs" / student
     logs.mkdir(parents=True, exist_ok=True)
+    if path.stat().st_size > SUBMISSION_LIMIT:
+        status = f"not graded: the file is over {SUBMISSION_LIMIT // 2**20} MB (clear its outputs)"
+        return [[student, path.name, "", 0, "", status, ""]], _page(
+            path.name, [], [status]
+        )
     try:
         submission = nbformat.read(path, as_version=4)
     except Exception as error:  # not JSON, not a notebook

@@ -211,19 +211,8 @@ class Session:
         return pids
 
     def _watch_memory(self):
-        page = os.sysconf("SC_PAGE_SIZE")
         while self.process.poll() is None:
-            private, shared = 0, 0  # forks share their parent's pages: count those once
-            for pid in self._tree():
-                try:
-                    with open(f"/proc/{pid}/statm") as f:
-                        fields = f.read().split()
-                    resident, common = int(fields[1]) * page, int(fields[2]) * page
-                except (OSError, ValueError, IndexError):
-                    continue
-                private += resident - common
-                shared = max(shared, common)
-            total = private + shared
+            total = sum(_memory(pid) for pid in self._tree())
             self.memory_peak = max(self.memory_peak, total)
             if total > self.limits.memory:
                 self.stopped = f"the memory limit: the submission used over {self.limits.memory / GIB:g} GiB"
@@ -349,6 +338,23 @@ class Session:
         self._output.close()
         if self.unsafe:
             shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _memory(pid: int) -> int:
+    """A process's proportional share of the memory it uses (Pss): pages shared by forks, or
+    shared mappings, count once across the processes that share them."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:  # no smaps_rollup (old kernels): the resident set
+        with open(f"/proc/{pid}/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 class TimedOut(TimeoutError):

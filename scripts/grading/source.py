@@ -29,8 +29,10 @@ EQUIVALENTS = {
 }  # fmt: skip
 DYNAMIC = {  # ways to reach a name the source does not spell
     "eval", "exec", "compile", "__import__", "importlib", "globals", "vars", "locals",
-    "__dict__", "__getattribute__", "__builtins__", "builtins", "getattr", "attrgetter",
-    "methodcaller",
+    "__dict__", "__getattribute__", "__getattr__", "__builtins__", "builtins", "getattr",
+    "getattr_static", "attrgetter", "methodcaller", "__globals__", "__closure__", "__code__",
+    "__reduce__", "__reduce_ex__", "pickle", "marshal", "dill", "cloudpickle", "copyreg",
+    "ctypes",
 }  # fmt: skip
 
 
