@@ -25,11 +25,12 @@ from pathlib import Path
 
 import nbformat
 
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # this book's vitlib: its checks judge, whatever is installed
 sys.path.insert(0, str(Path(__file__).parent))
 import source as source_rules  # noqa: E402
 from sandbox import Limits, Session, WorkerGone  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
 RESTARTS = 4  # new workers per submission after a crash, a hang or a limit
 FEEDBACK_LIMIT = 200_000  # characters of one feedback page
 SUBMISSION_LIMIT = 64 * 2**20  # bytes of one submitted notebook

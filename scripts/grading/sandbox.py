@@ -84,7 +84,9 @@ def bwrap_command(root: Path, cwd: str, hidden=()) -> list:
         "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
         "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin",
     ]  # fmt: skip
-    made = {Path("/")}
+    # the private /tmp first: a book cloned under /tmp is bound on top of it, not hidden by it
+    command += ["--perms", "1777", "--size", str(Limits.file_size), "--tmpfs", "/tmp"]
+    made = {Path("/"), Path("/tmp")}
     for path in _binds():
         for parent in reversed(path.parents):
             if parent not in made and parent != Path("/"):
@@ -96,8 +98,6 @@ def bwrap_command(root: Path, cwd: str, hidden=()) -> list:
         path = Path(path).resolve()
         if any(path.is_relative_to(b) for b in _binds()):
             command += ["--tmpfs", str(path), "--remount-ro", str(path)]
-    size = str(Limits.file_size)
-    command += ["--perms", "1777", "--size", size, "--tmpfs", "/tmp"]
     for name in ("home", "book", "book/notebooks", "book/runs"):
         command += ["--perms", "0777", "--dir", f"/tmp/{name}"]
     for name in (
@@ -129,6 +129,7 @@ def _environment() -> dict:
         "MPLCONFIGDIR": "/tmp/home/.matplotlib",
         "IPYTHONDIR": "/tmp/home/.ipython",
         "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONPATH": str(ROOT),  # this book's vitlib, wherever an editable install points
         "VITLIB_SMOKE": "1",  # small data and few epochs: the training pages run in minutes
         "OMP_NUM_THREADS": "2",
     }
