@@ -26,7 +26,9 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))  # this book's vitlib: its checks judge, whatever is installed
+sys.path.insert(
+    0, str(ROOT)
+)  # this book's vitlib: its checks judge, whatever is installed
 sys.path.insert(0, str(Path(__file__).parent))
 import source as source_rules  # noqa: E402
 from sandbox import Limits, Session, WorkerGone  # noqa: E402
@@ -347,9 +349,9 @@ def reference_run(cells, limits, log, unsafe, hidden) -> dict:
     """cell index -> what each prediction in it compares with, from the book's own notebook."""
     from wire import decode
 
-    session = Session(limits, log, unsafe=unsafe, hidden=hidden)
-    recorded = {}
+    session, recorded = None, {}
     try:
+        session = Session(limits, log, unsafe=unsafe, hidden=hidden)
         for cell in cells:
             if cell.kind in ("code", "answer", "grade"):
                 answer = session.run(cell.source, grade=cell.kind == "grade")
@@ -366,11 +368,14 @@ def reference_run(cells, limits, log, unsafe, hidden) -> dict:
                         for p in answer["predictions"]
                     ]
     except WorkerGone as gone:
+        tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
         raise SystemExit(
-            f"the book's own notebook stopped in the reference run: {gone.reason} (see {log})"
+            f"the book's own notebook stopped in the reference run: {gone.reason}; "
+            f"the worker's last words ({log}):\n{tail}"
         ) from None
     finally:
-        session.close()
+        if session is not None:
+            session.close()
     return recorded
 
 

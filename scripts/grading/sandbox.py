@@ -129,7 +129,9 @@ def _environment() -> dict:
         "MPLCONFIGDIR": "/tmp/home/.matplotlib",
         "IPYTHONDIR": "/tmp/home/.ipython",
         "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONPATH": str(ROOT),  # this book's vitlib, wherever an editable install points
+        "PYTHONPATH": str(
+            ROOT
+        ),  # this book's vitlib, wherever an editable install points
         "VITLIB_SMOKE": "1",  # small data and few epochs: the training pages run in minutes
         "OMP_NUM_THREADS": "2",
     }
@@ -286,6 +288,8 @@ class Session:
             if -code == signal.SIGXCPU:
                 return f"the CPU time limit of {self.limits.cpu_seconds} s"
             return f"a crash: the worker was stopped by {name}"
+        if code == 127:
+            return "the worker could not start (a program or a file it needs is not in the sandbox)"
         return f"a crash: the kernel exited (code {code})"
 
     def send(self, message: dict, timeout: float):
