@@ -201,12 +201,44 @@ CHEATS = {  # student: answer cells changed; every changed exercise has a wrong 
     # another student's answers, read from the submissions folder and the grades
     "ivy": {
         "ex3_1-answer": "import glob, json\n"
-        "for path in glob.glob('{others}/*/*.ipynb') + glob.glob('{grades}/*'):\n"
+        "for path in glob.glob('{others}/*/*.ipynb') + glob.glob('{grades}/*')\\\n"
+        "        + glob.glob('{root}/notebooks/*.ipynb') + glob.glob('{root}/_build/**', recursive=True):\n"
         "    try:\n        cells = json.load(open(path))['cells']\n    except (OSError, ValueError):\n"
         "        continue\n"
         "    for cell in cells:\n"
         "        if cell['metadata'].get('nbgrader', {}).get('grade_id') == 'ex3_1-answer':\n"
         "            exec(''.join(cell['source']))",
+    },
+    # the graded function defined in another exercise's answer cell, with a captured einops
+    "jay": {
+        "ex3_2-answer": RIGHT["ex3_2-answer"] + "\n\n\nimport einops\n\n\n"
+        "def split_heads(x, heads, _r=einops.rearrange):\n"
+        "    return _r(x, 'b n (h d) -> b h n d', h=heads)",
+        "ex3_3-answer": "pass",
+    },
+    # a forged answer on the worker's channel, then a worker that stops reading
+    "kim": {
+        "ex3_3-answer": "import signal, sys, time, wire\n"
+        "def split_heads(x, heads):\n"
+        "    b, n, w = x.shape\n"
+        "    out = x.reshape(b, n, heads, w // heads).transpose(1, 2)\n"
+        "    wire.write_frame(int(sys.argv[2]), wire.dumps({'value': wire.encode(out)}))\n"
+        "    signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "    while True:\n        time.sleep(3600)",
+    },
+    # answers that once stopped the whole run, or passed in half precision
+    "abe": {
+        "ex3_4-answer": "import numpy as np\n"
+        "def predicted_at_384():\n    return 577, np.full(1, 1e9, dtype=np.float16)",
+        "ex3_5-answer": "def attention_parameters(dim):\n"
+        "    return torch.tensor([3 * dim * dim + 3 * dim, dim * dim + dim])",
+        "ex3_3-answer": "def split_heads(x, heads):\n    return torch.tensor(1.0, dtype=torch.float16)",
+    },
+    # an IPython magic in front of a captured library function
+    "max": {
+        "ex3_1-answer": "%xmode Plain\n"
+        "def masked_attention(q, k, v, mask, _f=F.scaled_dot_product_attention):\n"
+        "    return _f(q, k, v, attn_mask=mask)",
     },
     "gus": {
         "ex3_1-answer": "def masked_attention(q, k, v, mask):\n"
@@ -219,6 +251,10 @@ MISTAKE = {  # the softmax over the queries: a misconception chapter 3 teaches
     "    weights = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(dim=-2)\n"
     "    return weights @ v",
 }
+MEMFD = (
+    "import os\nchunk = bytes(2**24)\nfiles = []\nfor _ in range(6 * 64):\n"
+    "    fd = os.memfd_create('x')\n    os.write(fd, chunk)\n    files.append(fd)\n"
+)
 HARMS = {  # one submission that tries each harm, an exercise at a time
     "ex3_1-answer": "big = torch.ones(5 * 2**30, dtype=torch.uint8)  # 5 GiB\n"
     + RIGHT["ex3_1-answer"],
@@ -243,7 +279,9 @@ HARMS = {  # one submission that tries each harm, an exercise at a time
 
 
 def _place(answer: str, others, grades) -> str:
-    return answer.replace("{others}", str(others)).replace("{grades}", str(grades))
+    for key, value in [("others", others), ("grades", grades), ("root", ROOT)]:
+        answer = answer.replace("{" + key + "}", str(value))
+    return answer
 
 
 def _grade(folder, out, *extra):
@@ -289,6 +327,8 @@ def graded(tmp_path_factory):
         "ben": submission({}),  # the student edition, untouched
         "cy": submission(RIGHT, MISTAKE),
         "harm": submission(RIGHT, harms),
+        # memory in files that live only in memory (memfd): in no process's resident set
+        "harm2": submission(RIGHT, {"ex3_1-answer": MEMFD + RIGHT["ex3_1-answer"]}),
         **{
             name: submission(
                 RIGHT,
@@ -304,6 +344,8 @@ def graded(tmp_path_factory):
     (folder / "hal").mkdir()
     nbformat.write(submission(RIGHT), folder / "hal" / "Copy of 03_attention (1).ipynb")
     (folder / "hal" / "notes.txt").write_text("not a notebook")
+    (folder / "sym").mkdir()  # a link to the book's own notebook, solutions and all
+    (folder / "sym" / CHAPTER.name).symlink_to(CHAPTER)
     (out / "feedback").mkdir(parents=True)
     (out / "grades.csv").write_text("the previous run's grades\n")
     before = _tree_state(ROOT / "vitlib", ROOT / "notebooks", folder)
@@ -360,8 +402,14 @@ def test_cheats_score_zero_on_what_they_cheat(graded):
     # the library captured in a default argument, a partial, a getattr string, log_softmax
     assert scores(rows, "dee") == {**FULL, "3.1": 0, "3.2": 0}
     assert scores(rows, "gus") == {**FULL, "3.1": 0}
-    # the other submissions and the grades are out of sight: the stub stays a stub
+    # the other submissions, the grades and the book's solutions are out of sight
     assert scores(rows, "ivy") == {**FULL, "3.1": 0}
+    assert scores(rows, "jay") == {**FULL, "3.3": 0}
+    assert rows["jay", "3.3"]["status"] == "library used"
+    assert scores(rows, "kim") == {**FULL, "3.3": 0}
+    assert "stopped" in rows["kim", "3.3"]["status"]
+    assert scores(rows, "abe") == {**FULL, "3.3": 0, "3.4": 0, "3.5": 0}
+    assert scores(rows, "max") == {**FULL, "3.1": 0}
     for student, exercise in [("dee", "3.1"), ("dee", "3.2"), ("gus", "3.1")]:
         assert rows[student, exercise]["status"] == "library used"
     page = (graded["out"] / "feedback" / "dee" / "03_attention.html").read_text()
@@ -390,6 +438,8 @@ def test_harms_are_contained_and_cost_only_their_cells(graded):
     assert "ignored the interrupt" in rows["harm", "3.2"]["status"]
     assert "memory limit" in rows["harm", "3.3"]["status"]  # shared pages counted
     assert "crash" in rows["harm", "3.4"]["status"]
+    assert scores(rows, "harm2") == {**FULL, "3.1": 0}
+    assert "memory limit" in rows["harm2", "3.1"]["status"]
     log = (out / "logs" / "harm" / "03_attention.txt").stat().st_size
     assert log < 12 * 2**20, "the 200 MB of output were kept"
     assert not graded["heard"], "a submission reached a listener on 127.0.0.1"
@@ -430,6 +480,8 @@ def test_renamed_downloads_are_graded_and_other_files_reported(graded):
     rows = graded["rows"]
     assert scores(rows, "hal") == FULL
     assert "not a chapter" in rows["hal", ""]["status"]
+    assert "symbolic link" in rows["sym", ""]["status"]
+    assert not scores(rows, "sym")
 
 
 def test_without_a_sandbox_grading_refuses_unless_unsafe(tmp_path):
@@ -511,6 +563,14 @@ CAPTURES = [  # ways to keep a forbidden function, each caught by name
     "f = eval('F.sdpa')",
     "import pickle, base64\nf = pickle.loads(base64.b64decode(blob))",
     "f = inspect.getattr_static(F, name)",
+    "%xmode Plain\ndef f(q, k, v, _f=F.scaled_dot_product_attention):\n    return _f(q, k, v)",
+    "def f(s):\n    return torch.ops.aten._safe_softmax(s, -1)",
+    "def f(s):\n    return torch._C._special.special_softmax(s, -1, None)",
+    "f = torch.nn.Softmax(-1)",
+    "match F:\n    case object(scaled_dot_product_attention=sdpa):\n        pass",
+    "import inspect\nf = dict(inspect.getmembers(F))['scaled_dot_' + 'product_attention']",
+    "import sys as s\nf = s.modules['torch.nn.functional']",
+    "def f(q, k, v):\n    return flex_attention(q, k, v)",
     "def f(x):\n    return x.log_softmax(-1).exp()",
 ]
 
@@ -519,6 +579,38 @@ CAPTURES = [  # ways to keep a forbidden function, each caught by name
 def test_captured_library_functions_are_found_in_the_source(answer):
     forbid = checks.ATTENTION_SHORTCUTS + checks.SOFTMAX
     assert source_rules.violations([answer], forbid), answer
+
+
+def test_a_helper_bound_in_a_loop_in_another_cell_is_read_too():
+    helper = "for KIT in [[torch.softmax]]:\n    pass"
+    answer = "def f(q, k, v):\n    return KIT[0](q @ k.mT, -1) @ v"
+    reached = source_rules.reached([answer], [helper])
+    assert source_rules.violations(reached, checks.SOFTMAX)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "import vitlib.checks as vc\nvc._save_scenario = lambda fn, old, new: (None, old, [], old, new)",
+        "setattr(getattr(vitlib, 'che' + 'cks'), 'verdict', print)",
+        "import sys\nsys.modules['vitlib.checks'].verdict = print",
+        "get_ipython().events.register('pre_run_cell', print)",
+        "%xmode Plain\ncheckz = 1\nchecks.check_split_heads = lambda fn: True",
+        "def f(:\n    pass",
+    ],
+)
+def test_tampering_is_read_from_the_source(answer):
+    assert source_rules.tampering(answer), answer
+
+
+def test_the_books_own_solutions_do_not_tamper():
+    for path in CHAPTERS:
+        for cell in grader.plan(path):
+            if cell.kind == "answer":
+                assert not source_rules.tampering(cell.source), (
+                    path.stem,
+                    cell.grade_id,
+                )
 
 
 def test_a_helper_in_another_answer_cell_is_read_too():

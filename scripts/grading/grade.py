@@ -222,11 +222,21 @@ def grade_submission(
             cell = runnable[position]
             try:
                 if session is None:
-                    session = Session(limits, log, unsafe=unsafe, hidden=hidden)
+                    session = Session(
+                        limits, log, unsafe=unsafe, hidden=hidden, deadline=deadline
+                    )
                     for before in runnable[:position]:
                         if before.index not in skipped:
                             session.run(text_of(before), grade=before.kind == "grade")
+                kills = session.memory_kills()
                 answer = session.run(text_of(cell), grade=cell.kind == "grade")
+                if session.memory_kills() > kills:
+                    reason = f"the memory limit of {limits.memory / 2**30:g} GiB: the kernel stopped a process of the submission"
+                    graded.notes.append(f"{what(cell)} reached {reason}")
+                    if cell.kind == "answer":
+                        stopped[cell.exercise] = reason
+                if answer.get("timed_out") or cell.exercise in stopped:
+                    skipped.add(cell.index)  # a new worker does not run it again
                 if answer.get("timed_out"):
                     graded.notes.append(
                         f"{what(cell)} was interrupted at the time limit of {limits.cell_seconds} s"
@@ -239,16 +249,26 @@ def grade_submission(
                         if f"{where}, {line}" not in tampered
                     ]
                 if cell.kind == "grade":
-                    result = check(
-                        cell,
-                        session,
-                        reference,
-                        checks,
-                        student,
-                        answers,
-                        cells,
-                        tampered,
-                    )
+                    try:
+                        result = check(
+                            cell,
+                            session,
+                            reference,
+                            checks,
+                            student,
+                            answers,
+                            cells,
+                            tampered,
+                        )
+                    except (
+                        Exception
+                    ) as error:  # an answer no check foresaw: zero, not a stop
+                        why = f"{type(error).__name__}: {str(error)[:300]}"
+                        result = Result(
+                            0,
+                            "check error",
+                            f"✘ the check could not judge the answer ({why})",
+                        )
                     if cell.exercise in stopped and result.status == "graded":
                         result.status = f"answer stopped: {stopped[cell.exercise]}"
                     graded.results[cell.grade_id] = result
@@ -265,6 +285,8 @@ def grade_submission(
                     session.close()
                 session = None
                 restarts += 1
+                if gone.final:
+                    break
                 if restarts > RESTARTS:
                     graded.notes.append(
                         f"no more workers after {RESTARTS} restarts: the rest is not run"
@@ -322,6 +344,11 @@ def check(
         answers.get(c.grade_id, "")
         for c in cells
         if c.kind == "answer" and c.exercise == cell.exercise
+    ]
+    # where the graded functions are defined, whichever answer cell that is
+    graded_names = {a.id for a in args if isinstance(a, ast.Name)}
+    own += [
+        s for s in student if s not in own and source_rules.defined(s) & graded_names
     ]
     others = [s for s in student if s not in own]
     found = source_rules.violations(source_rules.reached(own, others), forbid)
@@ -408,7 +435,9 @@ def run(
         "0"  # a verdict is a value here, not an exception
     )
     chapters = {p.stem: p for p in sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))}
-    students = sorted(p for p in submissions.iterdir() if p.is_dir())
+    students = sorted(
+        p for p in submissions.iterdir() if p.is_dir() and not p.is_symlink()
+    )
     staging = out.parent / f".{out.name}.new-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     (staging / "feedback").mkdir(parents=True)
@@ -427,12 +456,18 @@ def run(
     try:
         for student in students:
             chosen = {}
-            files = [p for p in student.iterdir() if p.is_file()]
-            files += [  # nbgrader's layout: <student>/<assignment>/<notebook>.ipynb
-                p for folder in student.iterdir()
-                if folder.is_dir() and not folder.name.startswith(".")
-                for p in folder.iterdir() if p.is_file()
+            entries = list(student.iterdir())
+            entries += [  # nbgrader's layout: <student>/<assignment>/<notebook>.ipynb
+                p for folder in entries
+                if folder.is_dir() and not folder.is_symlink() and not folder.name.startswith(".")
+                for p in folder.iterdir()
             ]  # fmt: skip
+            for link in [p for p in entries if p.is_symlink()]:
+                writer.writerow(
+                    [student.name, link.name, "", "", "",
+                     "not graded: a symbolic link (it could point at someone else's file)", ""]
+                )  # fmt: skip
+            files = [p for p in entries if p.is_file() and not p.is_symlink()]
             for path in sorted(files, key=lambda p: (p.stat().st_mtime, p.name)):
                 chapter = chapter_of(path, chapters)
                 if chapter is None:

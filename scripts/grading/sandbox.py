@@ -12,6 +12,7 @@ When the worker ends, everything it started ends with it (the PID namespace goes
 import json
 import os
 import pickle
+import select
 import shutil
 import signal
 import subprocess
@@ -44,11 +45,12 @@ class Limits:
 
 class WorkerGone(BaseException):
     """The worker stopped answering: `reason` says why (a limit, a crash, a hang). Not an
-    Exception: a check's `except Exception` around the student's call must not swallow it."""
+    Exception: a check's `except Exception` around the student's call must not swallow it.
+    `final`: the notebook's own time is up, so no new worker is started."""
 
-    def __init__(self, reason: str):
+    def __init__(self, reason: str, final: bool = False):
         super().__init__(reason)
-        self.reason = reason
+        self.reason, self.final = reason, final
 
 
 def sandbox_problem() -> str | None:
@@ -66,11 +68,13 @@ def sandbox_problem() -> str | None:
 
 
 def _binds() -> list:
-    """Read-only folders the worker needs: the system, this Python, the book."""
+    """Read-only folders the worker needs: the system, this Python, and of the book only the
+    library, the benchmark logs pages read and the worker itself: not the notebooks (they hold
+    the solutions), not _build (grades, sites), not the instructors' pages."""
     paths = {Path(p) for p in ("/usr", "/etc")}
     for prefix in {sys.base_prefix, sys.prefix, sys.exec_prefix}:
         paths.add(Path(prefix).resolve())
-    paths.add(ROOT)
+    paths |= {ROOT / "vitlib", ROOT / "benchmarks" / "results", Path(__file__).parent}
     return sorted(paths, key=lambda p: len(p.parts))
 
 
@@ -80,7 +84,7 @@ def bwrap_command(root: Path, cwd: str, hidden=()) -> list:
     command = [
         "bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
         "--unshare-cgroup-try", "--die-with-parent", "--new-session",
-        "--proc", "/proc", "--dev", "/dev",
+        "--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev",
         "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
         "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin",
     ]  # fmt: skip
@@ -100,12 +104,14 @@ def bwrap_command(root: Path, cwd: str, hidden=()) -> list:
             command += ["--tmpfs", str(path), "--remount-ro", str(path)]
     for name in ("home", "book", "book/notebooks", "book/runs"):
         command += ["--perms", "0777", "--dir", f"/tmp/{name}"]
-    for name in (
-        "benchmarks",
-        "book",
-        "vitlib",
-    ):  # what pages read beside them: ../benchmarks
-        command += ["--symlink", str(root / name), f"/tmp/book/{name}"]
+    # what pages read beside them: ../vitlib, ../benchmarks/results
+    command += ["--symlink", str(root / "vitlib"), "/tmp/book/vitlib"]
+    command += ["--perms", "0755", "--dir", "/tmp/book/benchmarks"]
+    command += [
+        "--symlink",
+        str(root / "benchmarks" / "results"),
+        "/tmp/book/benchmarks/results",
+    ]
     command += ["--chdir", cwd, "--clearenv"]
     for key, value in _environment().items():
         command += ["--setenv", key, value]
@@ -129,9 +135,8 @@ def _environment() -> dict:
         "MPLCONFIGDIR": "/tmp/home/.matplotlib",
         "IPYTHONDIR": "/tmp/home/.ipython",
         "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONPATH": str(
-            ROOT
-        ),  # this book's vitlib, wherever an editable install points
+        # this book's vitlib, wherever an editable install points
+        "PYTHONPATH": str(ROOT),
         "VITLIB_SMOKE": "1",  # small data and few epochs: the training pages run in minutes
         "OMP_NUM_THREADS": "2",
     }
@@ -140,10 +145,14 @@ def _environment() -> dict:
 class Session:
     """One worker: start it, run cells, call functions, stop it. Every wait has a limit."""
 
-    def __init__(self, limits: Limits, log: Path, unsafe: bool = False, hidden=()):
+    def __init__(
+        self, limits: Limits, log: Path, unsafe=False, hidden=(), deadline=None
+    ):
         self.limits, self.log, self.unsafe = limits, log, unsafe
+        self.deadline = deadline  # time.monotonic() by which the notebook must be done
         self.kept, self.cut, self.memory_peak = 0, False, 0
         self.stopped: str | None = None
+        self._kills_before = 0
         to_worker, self._write = os.pipe()
         self._read, from_worker = os.pipe()
         rlimits = {
@@ -153,10 +162,12 @@ class Session:
             "cpu_seconds": limits.cpu_seconds,
             "file_size": limits.file_size,
             "core": 0,
+            "open_files": 1024,
         }
         program = [
             sys.executable, str(WORKER), str(to_worker), str(from_worker), json.dumps(rlimits),
         ]  # fmt: skip
+        self.cgroup = Cgroup.make(limits)  # a hard limit where the kernel lends one
         if unsafe:
             self.tmp = (
                 Path(os.environ.get("TMPDIR", "/tmp")) / f"vitlib-grade-{os.getpid()}"
@@ -176,13 +187,16 @@ class Session:
             start_new_session=True,
             cwd=cwd,
             env=env,
+            preexec_fn=self.cgroup.enter if self.cgroup else None,
         )
         os.close(to_worker)
         os.close(from_worker)
         self._output = open(log, "ab")
         threading.Thread(target=self._keep_output, daemon=True).start()
         threading.Thread(target=self._watch_memory, daemon=True).start()
-        self._answer(timeout=120)  # {"ready": True} once torch and vitlib are imported
+        self._answer(
+            self._limit(120)
+        )  # {"ready": True} once torch and vitlib are imported
 
     # --- what the worker prints: kept up to the limit, the rest counted and dropped ---
     def _keep_output(self):
@@ -215,7 +229,8 @@ class Session:
 
     def _watch_memory(self):
         while self.process.poll() is None:
-            total = sum(_memory(pid) for pid in self._tree())
+            pids = self._tree()
+            total = sum(_memory(pid) for pid in pids) + _memory_files(pids)
             self.memory_peak = max(self.memory_peak, total)
             if total > self.limits.memory:
                 self.stopped = f"the memory limit: the submission used over {self.limits.memory / GIB:g} GiB"
@@ -229,14 +244,55 @@ class Session:
         except ProcessLookupError:
             pass
 
-    def interrupt(self):
-        """SIGINT to the worker itself (the deepest Python process of the sandbox)."""
-        for pid in reversed(self._tree()[1:] or self._tree()):
+    def _worker_pid(self):
+        """The worker: the shallowest process whose program is worker.py (bubblewrap's own
+        command line names it too, as an argument further on; forks of it are deeper)."""
+        level = [self.process.pid]
+        while level:
+            below = []
+            for pid in level:
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        argv = f.read().split(b"\0")
+                    if len(argv) > 1 and argv[1] == str(WORKER).encode():
+                        return pid
+                    for task in os.listdir(f"/proc/{pid}/task"):
+                        with open(f"/proc/{pid}/task/{task}/children") as f:
+                            below += [int(c) for c in f.read().split()]
+                except OSError:
+                    pass
+            level = below
+        return None
+
+    def _end_strays(self):
+        """A cell's processes end with the cell: whatever the worker started and left
+        running (forks, background commands) is stopped."""
+        worker = self._worker_pid()
+        if worker is None:
+            return
+        queue, strays = [worker], []
+        while queue:
+            pid = queue.pop()
             try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    if str(WORKER).encode() in f.read():
-                        os.kill(pid, signal.SIGINT)
-                        return
+                for task in os.listdir(f"/proc/{pid}/task"):
+                    with open(f"/proc/{pid}/task/{task}/children") as f:
+                        children = [int(c) for c in f.read().split()]
+                        strays += children
+                        queue += children
+            except OSError:
+                pass
+        for pid in strays:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def interrupt(self):
+        """SIGINT to the worker itself."""
+        worker = self._worker_pid()
+        if worker is not None:
+            try:
+                os.kill(worker, signal.SIGINT)
             except OSError:
                 pass
 
@@ -279,6 +335,10 @@ class Session:
         except subprocess.TimeoutExpired:
             self.kill()
             return f"a broken answer ({error})"
+        if self.memory_kills() > self._kills_before:
+            return (
+                f"the memory limit of {self.limits.memory / GIB:g} GiB (the kernel's)"
+            )
         if isinstance(error, wire.WireError):
             return f"an answer the grader cannot read ({error})"
         if code is not None and code > 128:  # bubblewrap passes on its child's signal
@@ -292,14 +352,57 @@ class Session:
             return "the worker could not start (a program or a file it needs is not in the sandbox)"
         return f"a crash: the kernel exited (code {code})"
 
+    def _limit(self, timeout: float) -> float:
+        """`timeout`, cut to what is left of the notebook's time; WorkerGone when none is."""
+        if self.deadline is None:
+            return timeout
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            self.kill()
+            raise WorkerGone("the notebook's time limit", final=True)
+        return min(timeout, left)
+
     def send(self, message: dict, timeout: float):
+        timeout = self._limit(timeout)
+        self._kills_before = self.memory_kills()
         if self.process.poll() is not None:
             raise WorkerGone(self._why(EOFError()))
+        if select.select([self._read], [], [], 0)[0]:  # an answer to no question
+            self.kill()
+            raise WorkerGone(
+                "a message nobody asked for: the submission wrote to the grader's channel"
+            )
+        failed = []
+
+        def write():
+            try:
+                wire.write_frame(self._write, pickle.dumps(message))
+            except OSError as error:
+                failed.append(error)
+
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        writer.join(timeout)
+        if writer.is_alive():  # the worker stopped reading
+            self.kill()
+            raise WorkerGone(
+                f"the time limit of {timeout:g} s: it stopped reading its inputs"
+            )
+        if failed:
+            raise WorkerGone(self._why(failed[0])) from None
         try:
-            wire.write_frame(self._write, pickle.dumps(message))
-        except OSError as error:
-            raise WorkerGone(self._why(error)) from None
-        return self._answer(timeout)
+            answer = self._answer(timeout)
+            self._end_strays()
+            return answer
+        except WorkerGone as gone:
+            if self.deadline is not None and time.monotonic() >= self.deadline:
+                raise WorkerGone("the notebook's time limit", final=True) from None
+            raise gone
+
+    def memory_kills(self) -> int:
+        """Processes of the sandbox the kernel stopped at the memory limit (0 without a
+        control group): a fork can be stopped while the worker goes on."""
+        return self.cgroup.oom_kills() if self.cgroup is not None else 0
 
     def run(self, source: str, grade: bool = False) -> dict:
         return self.send(
@@ -341,6 +444,8 @@ class Session:
             except OSError:
                 pass
         self._output.close()
+        if self.cgroup is not None:
+            self.cgroup.remove()
         if self.unsafe:
             shutil.rmtree(self.tmp, ignore_errors=True)
 
@@ -360,6 +465,99 @@ def _memory(pid: int) -> int:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return 0
+
+
+def _memory_files(pids) -> int:
+    """Bytes in memory-only files (memfd) the processes hold open: in no one's Pss."""
+    seen, total = set(), 0
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("/memfd:"):
+                    info = os.stat(f"/proc/{pid}/fd/{fd}")
+                    if (info.st_dev, info.st_ino) not in seen:
+                        seen.add((info.st_dev, info.st_ino))
+                        total += info.st_blocks * 512
+            except OSError:
+                continue
+    return total
+
+
+class Cgroup:
+    """A control group per worker, where this machine lets the grader make one (cgroup v2,
+    or v1's memory and pids hierarchies): the kernel itself then holds the sandbox to its
+    memory (files in memory included) and process limits. Elsewhere, the watchdog and the
+    rlimits alone."""
+
+    count = 0
+
+    def __init__(self, folders: list, version: int):
+        self.folders, self.version = folders, version
+
+    @classmethod
+    def make(cls, limits: "Limits"):
+        cls.count += 1
+        name = f"vitlib-grade-{os.getpid()}-{cls.count}"
+        base = Path("/sys/fs/cgroup")
+        made = []
+        try:
+            if "memory" in (base / "cgroup.controllers").read_text().split():
+                folder = base / name
+                folder.mkdir()
+                made.append(folder)
+                (folder / "memory.max").write_text(str(limits.memory))
+                (folder / "memory.swap.max").write_text("0")
+                (folder / "pids.max").write_text(str(limits.processes))
+                return cls(made, 2)
+        except OSError:
+            pass
+        try:
+            memory, pids = base / "memory" / name, base / "pids" / name
+            for folder in (memory, pids):
+                folder.mkdir()
+                made.append(folder)
+            (memory / "memory.limit_in_bytes").write_text(str(limits.memory))
+            (pids / "pids.max").write_text(str(limits.processes))
+            return cls(made, 1)
+        except OSError:
+            for folder in made:
+                try:
+                    folder.rmdir()
+                except OSError:
+                    pass
+            return None
+
+    def enter(self):
+        """In the child, before it runs bubblewrap: join the group(s)."""
+        for folder in self.folders:
+            (folder / "cgroup.procs").write_text(str(os.getpid()))
+
+    def oom_kills(self) -> int:
+        """How many processes the kernel stopped at the group's memory limit so far."""
+        try:
+            if self.version == 2:
+                text = (self.folders[0] / "memory.events").read_text()
+            else:
+                text = (self.folders[0] / "memory.oom_control").read_text()
+            for line in text.splitlines():
+                if line.split()[0] == "oom_kill":
+                    return int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            pass
+        return 0
+
+    def remove(self):
+        for folder in self.folders:
+            for _ in range(50):
+                try:
+                    folder.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.1)
 
 
 class TimedOut(TimeoutError):

@@ -24,6 +24,7 @@ LIMITS = {  # resource: the limit's key
     resource.RLIMIT_CPU: "cpu_seconds",
     resource.RLIMIT_FSIZE: "file_size",
     resource.RLIMIT_CORE: "core",
+    resource.RLIMIT_NOFILE: "open_files",
 }
 
 
