@@ -692,3 +692,19 @@ def test_a_file_name_cannot_start_a_spreadsheet_formula(tmp_path):
     with open(tmp_path / "g.csv", "w", newline="") as f:
         grader._SafeWriter(f).writerow(["ada", "=HYPERLINK(1)", "-1", 2])
     assert (tmp_path / "g.csv").read_text().strip() == "ada,'=HYPERLINK(1),'-1,2"
+
+
+def test_a_notebooks_own_config_class_crosses_the_wire_as_vitlibs():
+    import dataclasses
+
+    from vitlib.model import ViTConfig
+
+    Local = dataclasses.make_dataclass(  # page 5a defines ViTConfig in the notebook
+        "ViTConfig",
+        [(f.name, f.type, f.default) for f in dataclasses.fields(ViTConfig)],
+    )
+    Local.__module__ = "__main__"
+    back = wire.decode(
+        wire.loads(wire.dumps(wire.encode(Local(img_size=28, patch_size=7))))
+    )
+    assert back == ViTConfig(img_size=28, patch_size=7)

@@ -146,8 +146,8 @@ class Opaque:
 
 
 DATACLASSES = {
-    "vitlib.model.ViTConfig"
-}  # rebuilt as themselves; others come back opaque
+    "ViTConfig"
+}  # rebuilt as vitlib's, from plain fields; others come back opaque
 
 
 def decode(tree, depth: int = 0):
