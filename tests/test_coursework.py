@@ -178,7 +178,9 @@ CHEATS = {  # student: answer cells changed; every changed exercise has a wrong 
         "torch.allclose = lambda *a, **k: True\ntorch.equal = lambda *a, **k: True\n"
         + RIGHT["ex3_1-answer"],
         "ex3_3-answer": ZEROS,
-        # a table of the public answers, keyed by the seed the student cannot see
+    },
+    # a table of the public answers, keyed by the seed the student cannot see
+    "fox": {
         "ex3_5-answer": "import os\nTABLE = {0: {192: 148224, 384: 591360}}\n"
         "def attention_parameters(dim):\n"
         "    return TABLE[int(os.environ.get('VITLIB_CHECK_SEED', '0'))][dim]",
@@ -207,7 +209,10 @@ CHEATS = {  # student: answer cells changed; every changed exercise has a wrong 
         "        continue\n"
         "    for cell in cells:\n"
         "        if cell['metadata'].get('nbgrader', {}).get('grade_id') == 'ex3_1-answer':\n"
-        "            exec(''.join(cell['source']))",
+        "            with open('/tmp/stolen.py', 'w') as f:\n"
+        "                f.write('import math, torch\\n' + ''.join(cell['source']))\n"
+        "import sys\nsys.path.insert(0, '/tmp')\ntry:\n    from stolen import masked_attention\n"
+        "except ImportError:\n    pass",
     },
     # the graded function defined in another exercise's answer cell, with a captured einops
     "jay": {
@@ -233,6 +238,12 @@ CHEATS = {  # student: answer cells changed; every changed exercise has a wrong 
         "ex3_5-answer": "def attention_parameters(dim):\n"
         "    return torch.tensor([3 * dim * dim + 3 * dim, dim * dim + dim])",
         "ex3_3-answer": "def split_heads(x, heads):\n    return torch.tensor(1.0, dtype=torch.float16)",
+    },
+    # a forged answer that is not an object: once it stopped grading for everyone after
+    "ned": {
+        "ex3_5-answer": "import os, struct, sys\n"
+        "os.write(int(sys.argv[2]), struct.pack('>I', 4) + b'null')\n"
+        + RIGHT["ex3_5-answer"],
     },
     # an IPython magic in front of a captured library function
     "max": {
@@ -324,6 +335,7 @@ def graded(tmp_path_factory):
     harms = {k: v.format(root=ROOT, port=port, others=folder) for k, v in HARMS.items()}
     students = {
         "ada": submission(RIGHT),  # every answer right
+        "zoe": submission(RIGHT),  # graded last: the run went on to the end
         "ben": submission({}),  # the student edition, untouched
         "cy": submission(RIGHT, MISTAKE),
         "harm": submission(RIGHT, harms),
@@ -394,8 +406,11 @@ def test_right_answers_score_full_marks_and_untouched_ones_zero(graded):
 @pytest.mark.sandbox
 def test_cheats_score_zero_on_what_they_cheat(graded):
     rows = graded["rows"]
-    # environment flags, a patched allclose/equal, a table keyed by the seed: wrong stays wrong
-    assert scores(rows, "eve") == {**FULL, "3.3": 0, "3.5": 0}
+    # environment flags and a patched allclose/equal: flagged, and zero from there on
+    assert set(scores(rows, "eve").values()) == {0}
+    assert rows["eve", "3.1"]["status"] == "tampering"
+    # a table keyed by the seed: the seed is not in the worker, and wrong stays wrong
+    assert scores(rows, "fox") == {**FULL, "3.5": 0}
     # a patched verdict, compare, check function or input transformer: flagged, and zero
     assert scores(rows, "fay") == {**FULL, "3.3": 0, "3.4": 0, "3.5": 0}
     assert rows["fay", "3.3"]["status"] == "tampering"
@@ -410,6 +425,8 @@ def test_cheats_score_zero_on_what_they_cheat(graded):
     assert "stopped" in rows["kim", "3.3"]["status"]
     assert scores(rows, "abe") == {**FULL, "3.3": 0, "3.4": 0, "3.5": 0}
     assert scores(rows, "max") == {**FULL, "3.1": 0}
+    assert scores(rows, "ned") == {**FULL, "3.5": 0}
+    assert scores(rows, "zoe") == FULL
     for student, exercise in [("dee", "3.1"), ("dee", "3.2"), ("gus", "3.1")]:
         assert rows[student, exercise]["status"] == "library used"
     page = (graded["out"] / "feedback" / "dee" / "03_attention.html").read_text()
@@ -571,6 +588,19 @@ CAPTURES = [  # ways to keep a forbidden function, each caught by name
     "import inspect\nf = dict(inspect.getmembers(F))['scaled_dot_' + 'product_attention']",
     "import sys as s\nf = s.modules['torch.nn.functional']",
     "def f(q, k, v):\n    return flex_attention(q, k, v)",
+    # second review: magics that run code, rebinding under the same name, lookups by data
+    "%%capture\ndef f(q, k, v, _f=getattr(F, 'scal' + 'ed_dot_product_attention')):\n"
+    "    return _f(q, k, v)",
+    "%time f = F.scaled_dot_product_attention",
+    "def masked_attention(q, k, v, mask, attend=attend):\n    return attend(q, k, v)[0]",
+    "from torch.nn.functional import *\n"
+    "def f(q, k, v, scaled_dot_product_attention=scaled_dot_product_attention):\n"
+    "    return scaled_dot_product_attention(q, k, v)",
+    "import pkgutil\nf = pkgutil.resolve_name('torch.special:soft' + 'max')",
+    "import string\nf = string.Formatter().get_field('0.scal' + 'ed_dot_product_attention', [F], {})[0]",
+    "f = F.__dict__[f'scaled_dot_product_attention']",
+    "!echo 'from torch.nn.functional import scaled_dot_product_attention as s' > /tmp/m.py\n"
+    "from m import s",
     "def f(x):\n    return x.log_softmax(-1).exp()",
 ]
 
@@ -597,6 +627,13 @@ def test_a_helper_bound_in_a_loop_in_another_cell_is_read_too():
         "get_ipython().events.register('pre_run_cell', print)",
         "%xmode Plain\ncheckz = 1\nchecks.check_split_heads = lambda fn: True",
         "def f(:\n    pass",
+        # second review: magics, aliases, objects the answer did not create, frames
+        "%time c = checks\n%time c._save_scenario = lambda fn, old, new: (None, old, [], old, new)",
+        "c = checks\nc._save_scenario = print",
+        "math.r = rearrange",
+        "import sys\nsys._getframe(1).f_globals['x'] = 1",
+        "exec('chec' + 'ks.verdict = print')",
+        "!python -c 'print(1)'",
     ],
 )
 def test_tampering_is_read_from_the_source(answer):
@@ -708,3 +745,38 @@ def test_a_notebooks_own_config_class_crosses_the_wire_as_vitlibs():
         wire.loads(wire.dumps(wire.encode(Local(img_size=28, patch_size=7))))
     )
     assert back == ViTConfig(img_size=28, patch_size=7)
+
+
+HONEST = [  # answers a student may well write: no rule may flag them
+    "import gc\ngc.collect()",
+    "def f(model):\n    return [m for m in model.modules()]",
+    "def f(config):\n    return dict(config.__dict__)",
+    "events = []\nevents.append(1)",
+    "def f(x):\n    assert x.ndim == 3, 'before the softmax, (b, n, n)'\n    return x",
+    "@torch.compile\ndef f(x):\n    return x * 2",
+    "def f(q, k, v):\n    softmax_weights = (q @ k.mT).exp()\n"
+    "    softmax_weights = softmax_weights / softmax_weights.sum(-1, keepdim=True)\n"
+    "    return softmax_weights @ v",
+    "%%time\ndef f(q, k, v):  # softmax by hand\n    return q",
+    "import matplotlib.pyplot as plt\nplt.title('softmax over the keys')",
+]
+
+
+@pytest.mark.parametrize("answer", HONEST)
+def test_honest_answers_are_not_flagged(answer):
+    assert not source_rules.tampering(answer), answer
+    assert not source_rules.violations(
+        [answer], checks.ATTENTION_SHORTCUTS + checks.SOFTMAX
+    )
+
+
+def test_a_later_or_unrelated_cell_is_not_read_with_an_exercise():
+    own = RIGHT["ex3_1-answer"]
+    other = (
+        "import torch\nq = torch.randn(2, 5, 8)\n\n\ndef fixed_attention(q, k, v):\n"
+    )
+    other += "    return (q @ k.mT / q.shape[-1] ** 0.5).softmax(dim=-1) @ v"
+    reached = source_rules.reached([own], [other])
+    assert not source_rules.violations(
+        reached, checks.ATTENTION_SHORTCUTS + checks.SOFTMAX
+    )

@@ -325,6 +325,7 @@ def check(
         return ast.literal_eval(node)
 
     out = io.StringIO()
+    checks.named_mistakes.clear()
     with contextlib.redirect_stdout(out):
         if name == "compare_prediction":
             recorded = reference.get(cell.index) or []
@@ -340,6 +341,12 @@ def check(
             ok = bool(getattr(checks, name)(*[remote(a) for a in args]))
     text = out.getvalue()
     forbid = set().union(*(r.ever_forbidden for r in remotes)) if remotes else set()
+    # the answer cells that ran before this grade cell: later ones cannot define what it uses
+    earlier = [
+        answers.get(c.grade_id, "")
+        for c in cells
+        if c.kind == "answer" and c.index < cell.index
+    ]
     own = [
         answers.get(c.grade_id, "")
         for c in cells
@@ -348,18 +355,12 @@ def check(
     # where the graded functions are defined, whichever answer cell that is
     graded_names = {a.id for a in args if isinstance(a, ast.Name)}
     own += [
-        s for s in student if s not in own and source_rules.defined(s) & graded_names
+        s for s in earlier if s not in own and source_rules.defined(s) & graded_names
     ]
-    others = [s for s in student if s not in own]
+    others = [s for s in earlier if s not in own]
     found = source_rules.violations(source_rules.reached(own, others), forbid)
-    mistake = next(
-        (
-            line.split("mistake:", 1)[1].strip()
-            for line in text.splitlines()
-            if "mistake:" in line
-        ),
-        "",
-    )
+    # the Mistake objects the verdicts named, not text a student's message could imitate
+    mistake = "; ".join(f"{m.name} (see {m.where})" for m in checks.named_mistakes)
     if found:
         text += (
             "\n✘ the library is off for this exercise, and the answer's source uses it:\n"
@@ -504,18 +505,24 @@ def run(
                     references[stem] = reference_run(
                         plans[stem], limits, log, unsafe, hidden
                     )
-                rows, page = grade_file(
-                    student.name,
-                    path,
-                    chapter,
-                    plans[stem],
-                    references[stem],
-                    limits,
-                    staging,
-                    notebook_seconds,
-                    unsafe,
-                    hidden,
-                )
+                try:
+                    rows, page = grade_file(
+                        student.name,
+                        path,
+                        chapter,
+                        plans[stem],
+                        references[stem],
+                        limits,
+                        staging,
+                        notebook_seconds,
+                        unsafe,
+                        hidden,
+                    )
+                except Exception as error:  # a grader bug must not cost the others
+                    why = f"{type(error).__name__}: {str(error)[:200]}"
+                    status = f"not graded: the grader failed on this file ({why})"
+                    rows = [[student.name, path.name, "", 0, "", status, ""]]
+                    page = _page(path.name, [], [status])
                 writer.writerows(rows)
                 grades.flush()
                 folder = staging / "feedback" / student.name

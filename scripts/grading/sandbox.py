@@ -319,12 +319,19 @@ class Session:
                     f"the time limit of {timeout:g} s: it ran past it and ignored the interrupt"
                 )
             result = box[0]
-            if isinstance(result, dict):
-                result["timed_out"] = True
+            if not isinstance(result, dict):
+                self.kill()
+                raise WorkerGone(
+                    "an answer the grader cannot read (not from the worker)"
+                )
+            result["timed_out"] = True
             return result
         result = box[0] if box else EOFError()
         if isinstance(result, BaseException):
             raise WorkerGone(self._why(result))
+        if not isinstance(result, dict):  # the worker always sends an object
+            self.kill()
+            raise WorkerGone("an answer the grader cannot read (not from the worker)")
         return result
 
     def _why(self, error) -> str:

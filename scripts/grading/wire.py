@@ -11,7 +11,9 @@ import json
 import math
 import struct
 
-LIMIT = 64 * 2**20  # the largest answer a worker may send: 64 MB
+LIMIT = (
+    16 * 2**20
+)  # the largest answer a worker may send: 16 MB (JSON grows ~20x in memory)
 DEPTH = 16
 
 
