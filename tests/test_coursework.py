@@ -780,3 +780,21 @@ def test_a_later_or_unrelated_cell_is_not_read_with_an_exercise():
     assert not source_rules.violations(
         reached, checks.ATTENTION_SHORTCUTS + checks.SOFTMAX
     )
+
+
+@pytest.mark.sandbox
+def test_the_notebooks_time_limit_bounds_a_submission(tmp_path):
+    """--timeout is the notebook's whole budget: the cells it did not reach score zero, with
+    the reason, and the run goes on."""
+    import time
+
+    (tmp_path / "subs" / "ada").mkdir(parents=True)
+    slow = {"ex3_2-answer": "import time\ntime.sleep(8)\n" + RIGHT["ex3_2-answer"]}
+    nbformat.write(submission(RIGHT, slow), tmp_path / "subs" / "ada" / CHAPTER.name)
+    start = time.monotonic()
+    result = _grade(tmp_path / "subs", tmp_path / "out", "--timeout", "12")
+    assert result.returncode == 0, result.stderr
+    rows = _rows(tmp_path / "out")
+    assert any("time limit of" in rows["ada", e]["status"] for e in FULL), rows
+    assert scores(rows, "ada")["3.1"] == 2  # graded before the budget ran out
+    assert time.monotonic() - start < 120
