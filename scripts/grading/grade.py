@@ -192,7 +192,6 @@ def grade_submission(
     import vitlib.checks as checks
 
     graded = Graded()
-    student = [answers.get(c.grade_id, "") for c in cells if c.kind == "answer"]
     tampered = []  # lines of answers run so far that change the book's modules or the shell
     runnable = [c for c in cells if c.kind in ("code", "answer", "grade")]
     for c in cells:
@@ -255,7 +254,6 @@ def grade_submission(
                             session,
                             reference,
                             checks,
-                            student,
                             answers,
                             cells,
                             tampered,
@@ -303,9 +301,7 @@ def grade_submission(
     return graded
 
 
-def check(
-    cell, session, reference, checks, student, answers, cells, tampering
-) -> Result:
+def check(cell, session, reference, checks, answers, cells, tampering) -> Result:
     """The verdict of one grade cell, computed here."""
     name, args = check_call(cell)
     if tampering:

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -150,7 +150,7 @@ class Session:
     ):
         self.limits, self.log, self.unsafe = limits, log, unsafe
         self.deadline = deadline  # time.monotonic() by which the notebook must be done
-        self.kept, self.cut, self.memory_peak = 0, False, 0
+        self.kept, self.cut = 0, False
         self.stopped: str | None = None
         self._kills_before = 0
         to_worker, self._write = os.pipe()
@@ -213,25 +213,18 @@ class Session:
                 )
                 self._output.flush()
 
-    def _tree(self) -> list:
-        """The sandbox's processes: the worker's launcher and everything under it."""
-        pids, queue = [], [self.process.pid]
-        while queue:
-            pid = queue.pop()
-            pids.append(pid)
-            try:
-                for task in os.listdir(f"/proc/{pid}/task"):
-                    with open(f"/proc/{pid}/task/{task}/children") as f:
-                        queue += [int(c) for c in f.read().split()]
-            except OSError:
-                pass
+    def _tree(self, start=None) -> list:
+        """`start` (the launcher by default) and every process under it, shallowest first."""
+        pids, level = [], [start or self.process.pid]
+        while level:
+            pids += level
+            level = [child for pid in level for child in _children(pid)]
         return pids
 
     def _watch_memory(self):
         while self.process.poll() is None:
             pids = self._tree()
             total = sum(_memory(pid) for pid in pids) + _memory_files(pids)
-            self.memory_peak = max(self.memory_peak, total)
             if total > self.limits.memory:
                 self.stopped = f"the memory limit: the submission used over {self.limits.memory / GIB:g} GiB"
                 self.kill()
@@ -247,41 +240,21 @@ class Session:
     def _worker_pid(self):
         """The worker: the shallowest process whose program is worker.py (bubblewrap's own
         command line names it too, as an argument further on; forks of it are deeper)."""
-        level = [self.process.pid]
-        while level:
-            below = []
-            for pid in level:
-                try:
-                    with open(f"/proc/{pid}/cmdline", "rb") as f:
-                        argv = f.read().split(b"\0")
-                    if len(argv) > 1 and argv[1] == str(WORKER).encode():
-                        return pid
-                    for task in os.listdir(f"/proc/{pid}/task"):
-                        with open(f"/proc/{pid}/task/{task}/children") as f:
-                            below += [int(c) for c in f.read().split()]
-                except OSError:
-                    pass
-            level = below
+        for pid in self._tree():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    argv = f.read().split(b"\0")
+            except OSError:
+                continue
+            if len(argv) > 1 and argv[1] == str(WORKER).encode():
+                return pid
         return None
 
     def _end_strays(self):
         """A cell's processes end with the cell: whatever the worker started and left
         running (forks, background commands) is stopped."""
         worker = self._worker_pid()
-        if worker is None:
-            return
-        queue, strays = [worker], []
-        while queue:
-            pid = queue.pop()
-            try:
-                for task in os.listdir(f"/proc/{pid}/task"):
-                    with open(f"/proc/{pid}/task/{task}/children") as f:
-                        children = [int(c) for c in f.read().split()]
-                        strays += children
-                        queue += children
-            except OSError:
-                pass
-        for pid in strays:
+        for pid in self._tree(worker)[1:] if worker is not None else []:
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
@@ -457,6 +430,18 @@ class Session:
             shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+def _children(pid: int) -> list:
+    """The child processes of `pid`, from /proc (none once it has gone)."""
+    children = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                children += [int(c) for c in f.read().split()]
+    except OSError:
+        pass
+    return children
+
+
 def _memory(pid: int) -> int:
     """A process's proportional share of the memory it uses (Pss): pages shared by forks, or
     shared mappings, count once across the processes that share them."""
@@ -584,12 +569,6 @@ def rebuild_error(tree: dict) -> BaseException:
         from vitlib.checks import WriteItYourself
 
         return WriteItYourself(message)
-    if name == "KeyboardInterrupt":
-        return TimedOut(Limits.cell_seconds)
     if not name.isidentifier():
         name = "Exception"
     return type(name, (Exception,), {})(message)
-
-
-def limits_dict(limits: Limits) -> dict:
-    return asdict(limits)
