@@ -17,9 +17,9 @@ from dataclasses import replace
 
 import torch
 
-from vitlib.cnn import build_model
 from vitlib.data import fashion_mnist
 from vitlib.loop import RECIPES, evaluate
+from vitlib.model import build_model
 from vitlib.train import train
 from vitlib.utils import hardware, log_header, pick
 

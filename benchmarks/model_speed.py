@@ -1,4 +1,4 @@
-"""Chapter 5b's timing on any machine: vitlib's ViT against timm's, the same weights in both.
+"""Chapter 5b's timing on any machine: vitlib's ViT, plain and fast path, against timm's.
 
     python benchmarks/model_speed.py [--rounds 10] [--no-compile]
 
@@ -10,12 +10,13 @@ Three rows, on the CPU and, where there is one, on a CUDA GPU with bf16 autocast
 - ViT-S/16, inference on one image: what a demo does.
 
 Each eagerly and with torch.compile (compiled before timing; where compilation fails, the
-script says why and goes on). timm's model is built from vitlib's with
-vitlib.pretrained.to_timm, so both hold the same weights. The two are timed in turns
+script says why and goes on). Three models hold the same weights: vitlib's ViT (the textbook
+forward, the same operations as timm's), vitlib.pretrained.FastViT (the last block computes
+the class token's row only) and timm's, built with vitlib.pretrained.to_timm. They are timed in turns
 (vitlib.utils.compare_times), so that a slow spell of the machine hits both alike, and each
-table prints images per second, the ratio of the two speeds it shows (vitlib / timm; the goal
-is at least 1.00) and the middle half of the per-round ratios. The last line of each run is
-`ratios: ...`, one ratio per row, for the log.
+table prints images per second, each speed over timm's (the goal: the plain path within the
+noise of 1.00, the fast path above it) and the middle half of the per-round ratios. The last
+lines of each run are `plain ratios: ...` and `fast ratios: ...`, one ratio per row, for the log.
 """
 
 import argparse
@@ -23,7 +24,7 @@ import argparse
 import torch
 
 from vitlib.model import vit_base, vit_small
-from vitlib.pretrained import to_timm
+from vitlib.pretrained import FastViT, to_timm
 from vitlib.utils import (
     autocast,
     compare_times,
@@ -58,7 +59,9 @@ def run_row(name, device, rounds, compiled) -> float:
     batch = pick(full=batch, smoke=min(batch, 2))
     torch.manual_seed(0)
     ours = preset(img_size=size, depth=depth).to(device)
-    models = {"vitlib": ours, "timm": to_timm(ours)}
+    fast = FastViT(ours.config).to(device)
+    fast.load_state_dict(ours.state_dict())
+    models = {"vitlib": ours, "vitlib fast": fast, "timm": to_timm(ours)}
     images = torch.randn(batch, 3, size, size, device=device)
     if compiled:
         models = {name: torch.compile(m) for name, m in models.items()}
@@ -69,7 +72,7 @@ def run_row(name, device, rounds, compiled) -> float:
     mode = "torch.compile" if compiled else "eager"
     print(f"\n{name}, {mode}")
     print(timing_table(results, "timm", items=batch))
-    return 1 / results["vitlib"].ratio
+    return 1 / results["vitlib"].ratio, 1 / results["vitlib fast"].ratio
 
 
 def main():
@@ -89,7 +92,10 @@ def main():
                     ratios.append(run_row(name, device, args.rounds, compiled))
                 except Exception as error:
                     print(f"\n{name}: unavailable: {type(error).__name__}: {error}")
-        print(f"\nratios on {device}: " + " ".join(f"{r:.3f}" for r in ratios))
+        print()
+        for column, path in enumerate(("plain", "fast")):
+            row = " ".join(f"{r[column]:.3f}" for r in ratios)
+            print(f"{path} ratios on {device}: {row}")
 
 
 if __name__ == "__main__":

@@ -13,9 +13,9 @@ tokens at 224), counted on PyTorch's meta device (shapes only, no memory, no tim
   (with its (heads, n, n) weights); a fused kernel such as FlashAttention saves much less for
   attention; a tensor saved by two operations counts twice, so this is an upper bound.
 
-Both count every token through every block, as a ViT in general does (vitlib's forward skips
-the last block's other rows, page 5a); the counting is vitlib.cnn's forward_flops and
-saved_bytes (page 9).
+Both count every token through every block, as a ViT's forward does (page 5b's FastViT would
+skip the last block's other rows); the counting is vitlib.cnn's forward_flops and saved_bytes
+(page 9).
 
 Where a CUDA GPU is present, the peak memory of a real float32 training step per image is
 measured for ViT-S/16 too (torch.cuda.max_memory_allocated, weights and their gradients

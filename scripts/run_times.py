@@ -75,17 +75,14 @@ ESTIMATE = "at most the CPU time (an estimate: not measured yet)"
 def page_note(stem: str, found: dict) -> str:
     """The sentence at the top of a long page (its title cell ends with it)."""
     seconds, hardware = found[stem]
-    xeon = "Xeon" in hardware
-    other = "an AMD EPYC" if xeon else "an Intel Xeon"
-    scale = "up to four times as long" if xeon else "about a quarter of that"
     first = ""
     if stem in TRAINS_FIRST:
         extra = minutes(found["06b_fashion_mnist"][0])
         first = f", and {extra} more to train chapter 6's model if `runs/fashion` holds none"
     return (
         f"{NOTE} Its full run took {minutes(seconds)} on two threads of {kind(hardware)}"
-        f"{first}. On two threads of {other} expect {scale}; Colab's free CPU runtime is "
-        "such a two-thread machine. In Colab, choose a GPU first (*Runtime > Change "
+        f"{first}. Two-thread CPUs differ by up to four times (the set-up page's table); "
+        "Colab's free CPU runtime is such a machine. In Colab, choose a GPU first (*Runtime > Change "
         f"runtime type > T4 GPU*): on a T4, {ESTIMATE}. Every page's time is in the "
         "table of the set-up page."
     )

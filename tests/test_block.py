@@ -140,21 +140,3 @@ def test_encoder_builds_on_the_meta_device():
     with torch.device("meta"):
         enc = TransformerEncoder(768, depth=12, heads=12, drop_path=0.1)
     assert sum(p.numel() for p in enc.parameters()) == 85_054_464
-
-
-@pytest.mark.parametrize("prenorm", [True, False])
-@pytest.mark.parametrize("queries", [1, 3, 11])
-def test_a_block_asked_for_the_first_rows_computes_them_alone(prenorm, queries):
-    torch.manual_seed(0)
-    b = shake(TransformerBlock(32, 4, prenorm=prenorm, qkv_bias=prenorm)).eval()
-    x = torch.randn(3, 11, 32)
-    out = b(x, queries)
-    assert out.shape == (3, queries, 32)
-    torch.testing.assert_close(out, b(x)[:, :queries], atol=1e-5, rtol=1e-5)
-
-
-def test_an_encoder_asked_for_queries_restricts_its_last_block_only():
-    torch.manual_seed(0)
-    encoder = shake(TransformerEncoder(32, depth=3, heads=4)).eval()
-    x = torch.randn(2, 9, 32)
-    torch.testing.assert_close(encoder(x, 1), encoder(x)[:, :1], atol=1e-5, rtol=1e-5)

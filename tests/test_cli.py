@@ -326,7 +326,7 @@ def test_the_checks_pass_a_checkpoint_as_saved(tmp_path):
     path = _craft(tmp_path / "model.safetensors")
     model, info = load_checkpoint(path)
     assert info["epoch"] == 1 and info["model_config"] == asdict(model.config)
-    with pytest.raises(ValueError, match="has not imported"):  # ARCHITECTURES says so
+    with pytest.raises(ValueError, match="which no imported vitlib module registers"):
         load_checkpoint(_craft(tmp_path / "other.safetensors", architecture="Banana"))
 
 

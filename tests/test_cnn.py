@@ -17,12 +17,11 @@ from vitlib.cnn import (
     HelpedViTConfig,
     ResNet,
     ResNetConfig,
-    build_model,
     principal_filters,
     shift,
 )
 from vitlib.loop import RECIPES, TrainConfig
-from vitlib.model import ViT, create_vit
+from vitlib.model import ViT, build_model, create_vit
 from vitlib.train import load_checkpoint, load_teacher, main, save_checkpoint, train
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,7 +75,7 @@ def test_without_help_a_helped_vit_is_the_vit():
     torch.manual_seed(0)
     plain = create_vit("fashion", **SHAPE)
     torch.manual_seed(0)
-    helped = build_model("vit-stem", "fashion", **SHAPE, stem=())
+    helped = build_model("HelpedViT", "fashion", **SHAPE)  # no stem, no token
     assert (
         isinstance(helped, HelpedViT)
         and helped.state_dict().keys() == plain.state_dict().keys()
@@ -100,33 +99,31 @@ def test_forward_equals_the_full_path_with_and_without_the_token(stem, pos):
         full = model.forward_head(model.forward_features(x))
         torch.testing.assert_close(model(x), full)
         tokens = model.forward_features(x).shape[1]
-        assert tokens == (2 if distilled else 1) + config.num_patches
+        assert tokens == model.num_prefix_tokens + config.num_patches
         assert model.pos_embed.shape[1] == tokens
-    heads = model.forward_heads(x)  # the last one: distilled
+    heads = model.logits_per_head(model.forward_features(x))  # the last one: distilled
     torch.testing.assert_close(heads.mean(1), full)
     torch.testing.assert_close(
         heads[:, 1], model.head_dist(model.forward_features(x)[:, 1])
     )
 
 
-def test_a_distilled_vit_refuses_mean_pooling_and_resizing():
+def test_a_distilled_vit_refuses_mean_pooling():
     with pytest.raises(ValueError, match="pool must be 'cls'"):
         HelpedViTConfig(distilled=True, pool="mean")
-    with pytest.raises(NotImplementedError):
-        HelpedViT(HelpedViTConfig(img_size=28, in_channels=1, **SHAPE)).resize(56)
-    with pytest.raises(ValueError, match="a teacher teaches a ViT"):
-        build_model("cnn", distilled=True)
+    with pytest.raises(ValueError, match="unknown model 'cnn-distilled'"):
+        build_model("cnn-distilled")
 
 
 def test_distillation_loss_is_half_labels_half_teacher_and_spares_the_teacher():
     torch.manual_seed(0)
     teacher = ResNet(widths=(8, 16))
-    student = build_model("vit", "fashion", True, **SHAPE)
+    student = build_model("vit-distilled", "fashion", **SHAPE)
     images, labels = torch.randn(4, 1, 28, 28), torch.randint(0, 10, (4,))
     config = TrainConfig(label_smoothing=0.1)
     lesson = Distillation(teacher)
     loss, logits = lesson(student, images, labels, config)
-    both = student.forward_heads(images)
+    both = student.logits_per_head(student.forward_features(images))
     taught = teacher(images).argmax(1)
     expected = (
         F.cross_entropy(both[:, 0], labels, label_smoothing=0.1)
@@ -144,7 +141,7 @@ def test_training_with_a_teacher_moves_the_student_only():
     torch.manual_seed(0)
     teacher = ResNet(widths=(8, 16))
     before = {k: v.clone() for k, v in teacher.state_dict().items()}
-    student = build_model("vit", "fashion", True, **SHAPE)
+    student = build_model("vit-distilled", "fashion", **SHAPE)
     start = student.dist_token.detach().clone()
     config = TrainConfig(epochs=1, batch_size=64)
     train(student, data, config, progress=False, loss_fn=Distillation(teacher))
@@ -158,7 +155,7 @@ def test_checkpoints_know_their_class(architecture, tmp_path):
     if architecture == "cnn":
         model = ResNet(widths=(8, 16))
     else:
-        model = build_model("vit-stem", "fashion", True, **SHAPE)
+        model = build_model("vit-stem-distilled", "fashion", **SHAPE)
     save_checkpoint(tmp_path, model.eval(), dataset="fashion-mnist")
     loaded, _ = load_checkpoint(tmp_path)
     assert type(loaded) is type(model) and loaded.config == model.config

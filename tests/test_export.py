@@ -3,7 +3,10 @@
 import filecmp
 import importlib.util
 import json
+import re
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -102,3 +105,58 @@ def test_vitlib_imports_itself_relatively():
             f"{module.name}, lines {absolute}: `from vitlib...` stayed absolute; write "
             "the notebook's import on one line (split a long one into two)"
         )
+
+
+def _page_of_each_module() -> dict:
+    """{module: its page's position in the reading order}, read from each #| default_exp."""
+    pages = {}
+    for i, notebook in enumerate(export.reading_order()):
+        cells = json.loads(notebook.read_text())["cells"]
+        for cell in cells:
+            text = "".join(cell["source"])
+            if text.startswith("#| default_exp "):
+                pages[text.split()[2]] = i
+    return pages
+
+
+APPENDICES = {"utils", "checks"}  # tools every page may use; the checks use every page
+
+
+def test_no_module_imports_a_module_of_a_later_page():
+    pages = _page_of_each_module()
+    assert {"model", "cnn", "train", "pretrain"} <= set(pages)
+    later = []
+    for module, page in pages.items():
+        if module in APPENDICES:
+            continue
+        source = (ROOT / "vitlib" / f"{module}.py").read_text()
+        for imported in re.findall(r"^from \.(\w+) import", source, re.MULTILINE):
+            if imported not in APPENDICES and pages[imported] > page:
+                later.append(f"{module} imports {imported}")
+    assert not later, later
+
+
+def test_importing_the_package_registers_every_model_of_its_modules():
+    # whatever is imported first, the registry holds the classes of every imported chapter
+    code = (
+        "import vitlib.train; from vitlib.model import ARCHITECTURES; "
+        "print(sorted(ARCHITECTURES))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    for name in ("ViT", "FastViT", "HelpedViT", "ResNet", "vit-stem", "cnn"):
+        assert f"'{name}'" in out
+
+
+def test_the_package_gives_the_training_names_on_first_use_and_the_command_line_runs_clean():
+    code = (
+        "import sys, vitlib; assert 'vitlib.train' not in sys.modules; "
+        "vitlib.load_checkpoint; from vitlib.model import ARCHITECTURES; "
+        "assert 'MaskedViT' in ARCHITECTURES and 'vitlib.train' in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+    # imported with the package, vitlib.train would warn when run with -m: none here
+    flags = ["-W", "error::RuntimeWarning", "-m", "vitlib.train", "--help"]
+    run = subprocess.run([sys.executable, *flags], capture_output=True, text=True)
+    assert run.returncode == 0 and "--model" in run.stdout, run.stderr

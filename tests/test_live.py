@@ -138,8 +138,8 @@ class NoMaps(torch.nn.Module):
         super().__init__()
         self.inner = attn
 
-    def forward(self, x, queries=None):
-        return self.inner(x, queries)
+    def forward(self, x):
+        return self.inner(x)
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from vitlib.loop import (
     predict,
     train_step,
 )
-from vitlib.model import create_vit
+from vitlib.model import build_model, create_vit
 from vitlib.utils import grad_scaler
 
 
@@ -131,9 +131,28 @@ def test_predict_and_evaluate_agree():
 
 
 def test_recipes_build():
+    # every recipe of every chapter: importing vitlib imports every module that adds one
+    assert {"fashion-cpu", "fashion-cpu-stem"} <= set(RECIPES)
     for name, recipe in RECIPES.items():
         size, channels = (28, 1) if "fashion" in name else (32, 3)
-        model = create_vit(
-            recipe.preset, **recipe.model, img_size=size, in_channels=channels
+        model = build_model(
+            recipe.architecture,
+            recipe.preset,
+            **recipe.model,
+            img_size=size,
+            in_channels=channels,
         )
         assert model.config.num_classes == 10 and recipe.train.epochs > 0
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_evaluating_restores_the_mode_it_found_even_after_an_error(training):
+    from vitlib.loop import evaluating
+
+    model = create_vit("fashion", depth=1).train(training)
+    with evaluating(model):
+        assert not model.training and not torch.is_grad_enabled()
+    assert model.training is training and torch.is_grad_enabled()
+    with pytest.raises(RuntimeError), evaluating(model):
+        raise RuntimeError("a failing evaluation")
+    assert model.training is training

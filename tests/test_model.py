@@ -17,6 +17,7 @@ from vitlib.model import (
 )
 from vitlib.patches import pair
 from vitlib.positions import resample_pos_embed, sincos_2d
+from vitlib.pretrained import FastViT
 
 SMALL = dict(
     img_size=32, patch_size=8, dim=32, depth=2, heads=2, mlp_dim=64, num_classes=5
@@ -228,9 +229,10 @@ def test_gradients_reach_every_parameter():
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_forward_equals_the_full_path_in_logits_and_every_gradient(seed):
-    # forward computes only the class token's row in the last block (queries=1); the logits
-    # and every gradient must equal forward_head(forward_features(x)), in training mode too
+@pytest.mark.parametrize("pool", ["cls", "mean"])
+def test_the_fast_path_equals_the_plain_path_in_logits_and_every_gradient(seed, pool):
+    # page 5b's FastViT computes only the class token's row in the last block; its logits
+    # and every gradient must equal the ViT's plain forward, in training mode too
     g = torch.Generator().manual_seed(seed)
     draw = lambda *choices: choices[torch.randint(len(choices), (), generator=g)]  # noqa: E731
     config = dict(
@@ -245,6 +247,7 @@ def test_forward_equals_the_full_path_in_logits_and_every_gradient(seed):
         qkv_bias=draw(True, False),
         pos=draw("learned", "sincos", "none"),
         drop_path=draw(0.0, 0.3),
+        pool=pool,
     )
     model = ViT(**config).double()  # float64: rounding far below the 1e-5 compared
     with torch.no_grad():  # weights far from the initialisation, so that rows differ
@@ -253,14 +256,14 @@ def test_forward_equals_the_full_path_in_logits_and_every_gradient(seed):
     shape = (4, config["in_channels"], *pair(config["img_size"]))
     images = torch.randn(shape, generator=g, dtype=torch.float64)
     results = []
-    for run in (model, lambda x: model.forward_head(model.forward_features(x))):
-        model.zero_grad()
+    fast = FastViT(model.config).double()
+    fast.load_state_dict(model.state_dict())
+    for run in (fast, model):
+        run.zero_grad()
         torch.manual_seed(seed)  # the same drop path draws on both paths
         logits = run(images)
         (logits * torch.arange(logits.shape[1])).sum().backward()
-        results.append(
-            (logits, {n: p.grad.clone() for n, p in model.named_parameters()})
-        )
+        results.append((logits, {n: p.grad.clone() for n, p in run.named_parameters()}))
     (fast, fast_grads), (full, full_grads) = results
     torch.testing.assert_close(fast, full, atol=1e-5, rtol=1e-5)
     for name in full_grads:

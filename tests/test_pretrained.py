@@ -10,12 +10,14 @@ from transformers import ViTConfig as HFConfig
 from transformers import ViTForImageClassification, ViTModel
 from transformers.utils import logging as hf_logging
 
+from vitlib.block import TransformerBlock
 from vitlib.model import ViT
 from vitlib.pretrained import (
     from_hf,
     from_timm,
     hf_to_vitlib_state_dict,
     load_weights,
+    prefix_block,
     to_timm,
     to_timm_state_dict,
 )
@@ -319,3 +321,16 @@ def test_weights_that_do_not_fit_raise_one_error_listing_everything():
         from_timm(bad, heads=3)
     with pytest.raises(ValueError, match="is this a ViT"):
         from_hf({"conv.weight": torch.zeros(1)})
+
+
+@pytest.mark.parametrize("prenorm", [True, False])
+@pytest.mark.parametrize("rows", [1, 2, 3, 11])
+def test_a_block_for_the_first_rows_computes_what_the_whole_block_does_there(
+    prenorm, rows
+):
+    torch.manual_seed(0)
+    block = shake(TransformerBlock(32, 4, prenorm=prenorm, qkv_bias=prenorm))
+    x = torch.randn(3, 11, 32)
+    out = prefix_block(block, x, rows)
+    assert out.shape == (3, rows, 32)
+    close(out, block(x)[:, :rows])

@@ -131,27 +131,17 @@ class MultiHeadFused(nn.Module):
         return self.proj(rearrange(out, "b h n d -> b n (h d)"))
 
 # %% ../notebooks/03_attention.ipynb #c030b
-def qkv_heads(
-    qkv: nn.Linear, x: torch.Tensor, heads: int, queries: int = None
-) -> tuple:
+def qkv_heads(qkv: nn.Linear, x: torch.Tensor, heads: int) -> tuple:
     """q, k, v, each (b, heads, n, d/heads), from tokens x (b, n, d) and a fused qkv Linear in
-    timm's layout (rows: Q, then K, then V). With `queries`=k, q is (b, heads, k, d/heads):
-    the first k tokens' queries only, from the weight's first d rows."""
+    timm's layout (rows: Q, then K, then V)."""
     (b, n, d), h = x.shape, heads
-    if queries is None:
-        # "b n (three h d) -> three b h n d" as plain views, as in timm
-        return qkv(x).view(b, n, 3, h, d // h).permute(2, 0, 3, 1, 4).unbind(0)
-    w_q, w_kv = qkv.weight.split([d, 2 * d])  # views: the Q rows, the K and V rows
-    b_q, b_kv = (None, None) if qkv.bias is None else qkv.bias.split([d, 2 * d])
-    q = F.linear(x[:, :queries], w_q, b_q).view(b, -1, h, d // h).transpose(1, 2)
-    kv = F.linear(x, w_kv, b_kv).view(b, n, 2, h, d // h).permute(2, 0, 3, 1, 4)
-    return q, *kv.unbind(0)
+    # "b n (three h d) -> three b h n d" as plain views, as in timm
+    return qkv(x).view(b, n, 3, h, d // h).permute(2, 0, 3, 1, 4).unbind(0)
 
 # %% ../notebooks/03_attention.ipynb #c031
 class MultiHeadAttention(nn.Module):
     """Multi-head self-attention, (b, n, d) -> (b, n, d): a fused qkv Linear (timm's layout)
     and F.scaled_dot_product_attention, with dropout on the weights and the output.
-    forward(x, queries=k): only the first k tokens ask, (b, k, d); all n still answer.
     `attention_maps(x)`: forward's weights (b, heads, n, n), as softmax(q k^T / sqrt(d/h))."""
 
     def __init__(
@@ -171,17 +161,17 @@ class MultiHeadAttention(nn.Module):
         self.proj = nn.Linear(dim, dim)
         self.proj_drop = nn.Dropout(proj_drop)
 
-    def _qkv(self, x: torch.Tensor, queries: int = None):
+    def _qkv(self, x: torch.Tensor):
         if x.ndim != 3 or x.shape[-1] != self.dim:
             raise ValueError(
                 f"expected tokens of shape (batch, tokens, {self.dim}), got {tuple(x.shape)}"
             )
-        return qkv_heads(self.qkv, x, self.num_heads, queries)
+        return qkv_heads(self.qkv, x, self.num_heads)
 
-    def forward(self, x: torch.Tensor, queries: int = None) -> torch.Tensor:
-        q, k, v = self._qkv(x, queries)
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q, k, v = self._qkv(x)
         p = self.attn_drop.p if self.training else 0.0
-        # SDPA: (b, h, queries, d/h), every token's output when queries is None
+        # SDPA: (b, h, n, d/h), the weights never stored
         out = F.scaled_dot_product_attention(q, k, v, dropout_p=p)
         out = out.transpose(1, 2).flatten(2)  # "b h n d -> b n (h d)"
         return self.proj_drop(self.proj(out))

@@ -76,8 +76,7 @@ class TransformerBlock(nn.Module):
     branch with LayerNorm and drop path.
 
     prenorm=True is ViT's order, x + f(norm(x)); prenorm=False the 2017 Transformer's,
-    norm(x + f(x)). forward(x, queries=k) computes the first k tokens' outputs only,
-    (b, k, d). `attention_maps(x)` gives the block's weights (b, heads, n, n).
+    norm(x + f(x)). `attention_maps(x)` gives the block's weights (b, heads, n, n).
     """
 
     def __init__(
@@ -100,13 +99,12 @@ class TransformerBlock(nn.Module):
         self.mlp = MLP(dim, mlp_dim, dropout)
         self.drop_path = DropPath(drop_path)
 
-    def forward(self, x: torch.Tensor, queries: int = None) -> torch.Tensor:
-        rows = x[:, :queries]  # the tokens whose outputs we want; all of x when None
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.prenorm:  # ViT: x + f(norm(x))
-            x = rows + self.drop_path(self.attn(self.norm1(x), queries))
+            x = x + self.drop_path(self.attn(self.norm1(x)))
             return x + self.drop_path(self.mlp(self.norm2(x)))
         # the 2017 Transformer: norm(x + f(x))
-        x = self.norm1(rows + self.drop_path(self.attn(x, queries)))
+        x = self.norm1(x + self.drop_path(self.attn(x)))
         return self.norm2(x + self.drop_path(self.mlp(x)))
 
     def attention_maps(self, x: torch.Tensor) -> torch.Tensor:
@@ -117,8 +115,7 @@ class TransformerBlock(nn.Module):
 class TransformerEncoder(nn.ModuleList):
     """`depth` TransformerBlocks in a row, (b, n, d) -> (b, n, d). Drop path rises linearly
     from 0 (first block) to `drop_path` (last block); the other keywords (mlp_dim, dropout,
-    attn_dropout, qkv_bias, norm_eps, prenorm) go to every block. forward(x, queries=k)
-    returns the first k tokens only, (b, k, d): the last block computes no other row."""
+    attn_dropout, qkv_bias, norm_eps, prenorm) go to every block."""
 
     def __init__(
         self, dim: int, depth: int, heads: int, drop_path: float = 0.0, **block_options
@@ -130,11 +127,10 @@ class TransformerEncoder(nn.ModuleList):
             for rate in rates
         )
 
-    def forward(self, x: torch.Tensor, queries: int = None) -> torch.Tensor:
-        *body, last = self  # (slicing a ModuleList would build a new encoder)
-        for block in body:
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self:
             x = block(x)
-        return last(x, queries)
+        return x
 
     def attention_maps(self, x: torch.Tensor) -> list:
         """Every block's attention weights (b, heads, n, n), first block first."""

@@ -20,8 +20,9 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from .utils import is_smoke
+from .utils import add_to_class, is_smoke
 
+# %% ../notebooks/06a_data.ipynb #c004k
 FASHION_CLASSES = (
     "T-shirt/top",
     "Trouser",
@@ -49,7 +50,7 @@ CIFAR10_CLASSES = (
 # Debian's package dataset-fashion-mnist puts the four gzipped files here
 DEBIAN_FASHION = Path("/usr/share/datasets/fashion-mnist")
 
-
+# %% ../notebooks/06a_data.ipynb #c004r
 def data_root(root=None) -> Path:
     """Where datasets live: `root` if given, else $VITLIB_DATA, else ./data or ../data if one
     exists (the book's repository after `make data`), else ./data."""
@@ -90,34 +91,40 @@ class ImageData:
     def num_classes(self) -> int:
         return len(self.classes)
 
-    def to(self, device) -> "ImageData":
-        """The same data on `device` (still uint8: a quarter of float32's memory)."""
-        return replace(
-            self,
-            **{
-                k: getattr(self, k).to(device)
-                for k in ("train_images", "train_labels", "test_images", "test_labels")
-            },
-        )
-
-    def subset(self, train: int = None, test: int = None) -> "ImageData":
-        """The first `train` training and `test` test examples (mean and std are kept)."""
-        return replace(
-            self,
-            train_images=self.train_images[:train],
-            train_labels=self.train_labels[:train],
-            test_images=self.test_images[:test],
-            test_labels=self.test_labels[:test],
-        )
-
-    def __repr__(self):
-        return (
-            f"ImageData({self.name}: train {tuple(self.train_images.shape)}, "
-            f"test {tuple(self.test_images.shape)}, {self.num_classes} classes, "
-            f"{self.train_images.dtype} on {self.device})"
-        )
+# %% ../notebooks/06a_data.ipynb #c006t
+@add_to_class(ImageData)
+def to(self, device) -> "ImageData":
+    """The same data on `device` (still uint8: a quarter of float32's memory)."""
+    return replace(
+        self,
+        **{
+            k: getattr(self, k).to(device)
+            for k in ("train_images", "train_labels", "test_images", "test_labels")
+        },
+    )
 
 
+@add_to_class(ImageData)
+def subset(self, train: int = None, test: int = None) -> "ImageData":
+    """The first `train` training and `test` test examples (mean and std are kept)."""
+    return replace(
+        self,
+        train_images=self.train_images[:train],
+        train_labels=self.train_labels[:train],
+        test_images=self.test_images[:test],
+        test_labels=self.test_labels[:test],
+    )
+
+
+@add_to_class(ImageData)
+def __repr__(self):
+    return (
+        f"ImageData({self.name}: train {tuple(self.train_images.shape)}, "
+        f"test {tuple(self.test_images.shape)}, {self.num_classes} classes, "
+        f"{self.train_images.dtype} on {self.device})"
+    )
+
+# %% ../notebooks/06a_data.ipynb #c006s
 def channel_stats(images: torch.Tensor) -> tuple:
     """Per-channel mean and std of uint8 images (n, c, h, w), in [0, 1] units: two tuples."""
     x = images.transpose(0, 1).reshape(images.shape[1], -1).double() / 255
@@ -275,7 +282,7 @@ def fashion_mnist(root=None, device="cpu", download=True, sample=None) -> ImageD
             ) from None
     return _image_data("fashion-mnist", FASHION_CLASSES, *_read_fashion(raw), device)
 
-# %% ../notebooks/06a_data.ipynb #c013
+# %% ../notebooks/06a_data.ipynb #c012u
 _CIFAR_FOLDER = "cifar-10-batches-py"
 _CIFAR_TRAIN = [f"data_batch_{i}" for i in range(1, 6)]
 
@@ -312,7 +319,7 @@ def _read_cifar(folder: Path) -> tuple:
     train = tuple(torch.cat(t) for t in zip(*parts))
     return train, _read_cifar_batch(folder / "test_batch")
 
-
+# %% ../notebooks/06a_data.ipynb #c013
 def cifar10(root=None, device="cpu", download: bool = True) -> ImageData:
     """CIFAR-10 (Krizhevsky, 2009): 50,000 training and 10,000 test images, 32x32 colour.
 
@@ -456,46 +463,56 @@ class DeviceLoader:
         self.seed, self.rank, self.world_size = seed, rank, world_size
         self.epoch = 0
 
-    def set_epoch(self, epoch: int):
-        self.epoch = epoch
+# %% ../notebooks/06a_data.ipynb #c022s
+@add_to_class(DeviceLoader)
+def set_epoch(self, epoch: int):
+    self.epoch = epoch
 
-    def _order(self) -> torch.Tensor:
-        n = len(self.images)
-        if not self.train:  # in order; rank r takes r, r + world, r + 2 world, ...
-            everything = torch.arange(n, device=self.images.device)
-            return everything[self.rank :: self.world_size]
-        g = torch.Generator(device=self.images.device)
-        g.manual_seed(mix_seed(self.seed, self.epoch, 0))  # the same on every rank
-        order = torch.randperm(n, device=self.images.device, generator=g)
-        # every rank gets the same number of examples (DDP steps together)
-        per_rank = n // self.world_size
-        return order[: per_rank * self.world_size][self.rank :: self.world_size]
 
-    def __len__(self) -> int:
-        if self.train:  # equal shards, full batches only
-            return len(self.images) // self.world_size // self.batch_size
-        share = len(range(self.rank, len(self.images), self.world_size))
-        return -(-share // self.batch_size)  # the last batch may be short
+@add_to_class(DeviceLoader)
+def _order(self) -> torch.Tensor:
+    n = len(self.images)
+    if not self.train:  # in order; rank r takes r, r + world, r + 2 world, ...
+        everything = torch.arange(n, device=self.images.device)
+        return everything[self.rank :: self.world_size]
+    g = torch.Generator(device=self.images.device)
+    g.manual_seed(mix_seed(self.seed, self.epoch, 0))  # the same on every rank
+    order = torch.randperm(n, device=self.images.device, generator=g)
+    # every rank gets the same number of examples (DDP steps together)
+    per_rank = n // self.world_size
+    return order[: per_rank * self.world_size][self.rank :: self.world_size]
 
-    def normalise(self, images: torch.Tensor) -> torch.Tensor:
-        """uint8 (b, c, h, w) -> float32, standardised with the training split's statistics."""
-        return (images.float() / 255 - self.mean) / self.std
 
-    def __iter__(self):
-        order = self._order()
-        g = torch.Generator(device=self.images.device)
-        g.manual_seed(mix_seed(self.seed, self.epoch, 1, self.rank))  # augmentation
-        for i in range(len(self)):
-            index = order[i * self.batch_size : (i + 1) * self.batch_size]
-            images, labels = self.images[index], self.labels[index]
-            if self.train:
-                images = random_crop(images, self.crop_padding, g)
-                if self.flip:
-                    images = random_flip(images, g)
-                images = auto_augment(images, self.auto_augment)
-            images = self.normalise(images)
-            if self.train:
-                images, labels = mix_batch(
-                    images, labels, self.num_classes, self.mixup, self.cutmix
-                )
-            yield images, labels
+@add_to_class(DeviceLoader)
+def __len__(self) -> int:
+    if self.train:  # equal shards, full batches only
+        return len(self.images) // self.world_size // self.batch_size
+    share = len(range(self.rank, len(self.images), self.world_size))
+    return -(-share // self.batch_size)  # the last batch may be short
+
+# %% ../notebooks/06a_data.ipynb #c022b
+@add_to_class(DeviceLoader)
+def normalise(self, images: torch.Tensor) -> torch.Tensor:
+    """uint8 (b, c, h, w) -> float32, standardised with the training split's statistics."""
+    return (images.float() / 255 - self.mean) / self.std
+
+
+@add_to_class(DeviceLoader)
+def __iter__(self):
+    order = self._order()
+    g = torch.Generator(device=self.images.device)
+    g.manual_seed(mix_seed(self.seed, self.epoch, 1, self.rank))  # augmentation
+    for i in range(len(self)):
+        index = order[i * self.batch_size : (i + 1) * self.batch_size]
+        images, labels = self.images[index], self.labels[index]
+        if self.train:
+            images = random_crop(images, self.crop_padding, g)
+            if self.flip:
+                images = random_flip(images, g)
+            images = auto_augment(images, self.auto_augment)
+        images = self.normalise(images)
+        if self.train:
+            images, labels = mix_batch(
+                images, labels, self.num_classes, self.mixup, self.cutmix
+            )
+        yield images, labels

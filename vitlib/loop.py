@@ -2,9 +2,10 @@
 
 # %% auto #0
 __all__ = ['OFF_AT_ZERO', 'RECIPES', 'TrainConfig', 'check_train_config', 'parameter_groups', 'WarmupCosine', 'make_optimizer',
-           'batches', 'classify', 'train_step', 'predict', 'evaluate', 'Recipe']
+           'batches', 'classify', 'train_step', 'evaluating', 'predict', 'evaluate', 'Recipe']
 
 # %% ../notebooks/06b_fashion_mnist.ipynb #c007
+import contextlib
 import math
 from dataclasses import dataclass
 
@@ -75,13 +76,15 @@ def check_train_config(config) -> None:
 
 # %% ../notebooks/06b_fashion_mnist.ipynb #c010
 def parameter_groups(model: nn.Module, weight_decay: float) -> list:
-    """Two AdamW groups: matrices decay; biases, norm weights, positions and the class token
-    do not (shrinking them towards zero helps nothing)."""
+    """Two AdamW groups, as in timm: matrices decay; biases and norm weights (one dimension)
+    and what the model names in no_weight_decay() (positions, learned tokens) do not."""
+    model = getattr(model, "_orig_mod", model)  # inside torch.compile's wrapper
+    keep = model.no_weight_decay() if hasattr(model, "no_weight_decay") else set()
     decay, no_decay = [], []
     for name, p in model.named_parameters():
         if not p.requires_grad:
             continue
-        skip = p.ndim <= 1 or name.split(".")[-1] in ("pos_embed", "cls_token")
+        skip = p.ndim <= 1 or name in keep
         (no_decay if skip else decay).append(p)
     return [
         {"params": decay, "weight_decay": weight_decay},
@@ -174,17 +177,28 @@ def train_step(
     return loss.detach(), logits.detach()
 
 # %% ../notebooks/06b_fashion_mnist.ipynb #c015
-@torch.no_grad()
-def predict(model, data, split="test", batch_size=1024, rank=0, world_size=1) -> tuple:
-    """Logits (n, classes) as float32 and labels (n,) of a split (this rank's share)."""
+@contextlib.contextmanager
+def evaluating(model: nn.Module):
+    """Inside the block: `model` in eval mode, no gradients. After it: the mode it had."""
     was_training = model.training
     model.eval()
+    try:
+        with torch.no_grad():
+            yield model
+    finally:
+        model.train(was_training)
+
+
+def predict(model, data, split="test", batch_size=1024, rank=0, world_size=1) -> tuple:
+    """Logits (n, classes) as float32 and labels (n,) of a split (this rank's share)."""
     logits, labels = [], []
-    for images, y in batches(data, split, batch_size, rank=rank, world_size=world_size):
-        with autocast(data.device):
-            logits.append(model(images).float())
-        labels.append(y)
-    model.train(was_training)
+    with evaluating(model):
+        for images, y in batches(
+            data, split, batch_size, rank=rank, world_size=world_size
+        ):
+            with autocast(data.device):
+                logits.append(model(images).float())
+            labels.append(y)
     return torch.cat(logits), torch.cat(labels)
 
 

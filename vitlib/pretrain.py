@@ -14,10 +14,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from .block import init_weights
-from .cnn import ARCHITECTURES
 from .data import ImageData, random_flip
-from .loop import TrainConfig, WarmupCosine, batches, make_optimizer, train_step
-from .model import ViT, ViTConfig
+from .loop import TrainConfig, WarmupCosine, batches, evaluating, make_optimizer
+from .loop import train_step
+from .model import ViT, ViTConfig, register_model
 from .patches import pair, patchify, unpatchify
 from .positions import prepend_cls
 from .pretrained import from_timm
@@ -90,6 +90,7 @@ class MaskedViTConfig(ViTConfig):
         )  # a ratio that hides some, keeps some
 
 # %% ../notebooks/10_pretraining.ipynb #p017
+@register_model(MaskedViTConfig)  # load_checkpoint builds it from its class name
 class MaskedViT(ViT):
     """Masked patch prediction, SimMIM's way: the embeddings of hidden patches are replaced,
     in place, by one learned mask token; the encoder (a ViT) sees all 1 + n tokens; a linear
@@ -121,10 +122,6 @@ class MaskedViT(ViT):
         x = self.norm(self.blocks(self.pos_drop(x)))
         return self.decoder(x[:, 1:])  # (b, n, c*p*p); the class token predicts nothing
 
-
-# load_checkpoint builds a MaskedViT from a pretraining checkpoint by this name
-ARCHITECTURES["MaskedViT"] = (MaskedViT, MaskedViTConfig)
-
 # %% ../notebooks/10_pretraining.ipynb #p021
 def masked_loss(model: MaskedViT, images, mask, config=None) -> tuple:
     """(loss, predictions): masked_mse of model.forward_masked(images, mask) against the
@@ -145,13 +142,9 @@ def reconstruct(images, mask, predictions, patch_size) -> torch.Tensor:
     return unpatchify(patches, patch_size, (height // ph, width // pw))
 
 # %% ../notebooks/10_pretraining.ipynb #p023
-@torch.no_grad()
 def _predict_masked(model, images, mask) -> torch.Tensor:
-    was_training = model.training
-    model.eval()
-    predictions = model.forward_masked(images, mask).float()
-    model.train(was_training)
-    return predictions
+    with evaluating(model):
+        return model.forward_masked(images, mask).float()
 
 
 def pretrain(model: MaskedViT, data: ImageData, config: TrainConfig, watch=None, at=()):
@@ -264,15 +257,13 @@ def _timm_input(model, pretrained_cfg, device):
     return prepare
 
 
-@torch.no_grad()
 def _accuracy(model, prepare, images, labels, batch_size=100) -> float:
-    model.eval()
     right = 0
-    for i in range(0, len(images), batch_size):
-        with autocast(images.device):
-            logits = model(prepare(images[i : i + batch_size]))
-        right += (logits.argmax(1) == labels[i : i + batch_size]).sum().item()
-    model.train()
+    with evaluating(model):
+        for i in range(0, len(images), batch_size):
+            with autocast(images.device):
+                logits = model(prepare(images[i : i + batch_size]))
+            right += (logits.argmax(1) == labels[i : i + batch_size]).sum().item()
     return right / len(images)
 
 # %% ../notebooks/10_pretraining.ipynb #p056

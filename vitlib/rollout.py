@@ -15,16 +15,17 @@ from .viz import heatmap_overlay, rgb_uint8
 HEAD_FUSIONS = ("mean", "max", "min")
 
 # %% ../notebooks/08b_attention_maps.ipynb #c013
-def cls_map(attention: Tensor, grid=None) -> Tensor:
+def cls_map(attention: Tensor, grid=None, prefix: int = 1) -> Tensor:
     """The class token's attention to the patches, on the patch grid: (..., n, n) ->
-    (..., h, w). Row 0 without its first column (the class token itself); `grid` (h, w)
-    defaults to a square one."""
+    (..., h, w). Row 0 without the first `prefix` columns (the model's num_prefix_tokens:
+    the class token, and any other token before the patches); `grid` (h, w) defaults to a
+    square one."""
     if attention.ndim < 2 or attention.shape[-1] != attention.shape[-2]:
         raise ValueError(
             f"attention of shape {tuple(attention.shape)}: expected (..., n, n), token 0 "
             "the class token"
         )
-    row = attention[..., 0, 1:]
+    row = attention[..., 0, prefix:]
     return row.reshape(*row.shape[:-1], *patch_grid(row.shape[-1], grid))
 
 # %% ../notebooks/08b_attention_maps.ipynb #c019
@@ -50,6 +51,62 @@ def plot_attention_grid(image, maps, size=(112, 112), row_label="layer"):
     return fig
 
 # %% ../notebooks/08b_attention_maps.ipynb #c029
+def fuse_heads(attention: Tensor, head_fusion: str = "mean") -> Tensor:
+    """One map from all heads: (b, heads, n, n) -> (b, n, n), by their mean, max or min."""
+    if head_fusion == "mean":
+        return attention.mean(1)
+    if head_fusion == "max":
+        return attention.amax(1)
+    if head_fusion == "min":
+        return attention.amin(1)
+    raise ValueError(f"head_fusion={head_fusion!r}: use one of {HEAD_FUSIONS}")
+
+
+def discard_weakest(attention: Tensor, ratio: float, prefix: int = 1) -> Tensor:
+    """Zero the weakest `ratio` of the links between patches, in each sample on its own:
+    (b, n, n) -> (b, n, n). The rows and columns of the first `prefix` tokens (the class
+    token and any other token before the patches) are never dropped.
+    Ties go to the lower index, so a sample's result does not depend on its batch."""
+    if not 0 <= ratio <= 1:
+        raise ValueError(f"discard_ratio={ratio}: use a fraction in [0, 1]")
+    b, n, _ = attention.shape
+    links = attention[:, prefix:, prefix:].reshape(b, -1)  # patch to patch
+    k = int(links.shape[1] * ratio)
+    if k == 0:
+        return attention
+    weakest = links.argsort(dim=1, stable=True)[:, :k]  # (b, k)
+    kept = links.scatter(1, weakest, 0.0)
+    out = attention.clone()
+    out[:, prefix:, prefix:] = kept.view(b, n - prefix, n - prefix)
+    return out
+
+# %% ../notebooks/08b_attention_maps.ipynb #c030
+def attention_rollout(
+    attentions, head_fusion: str = "mean", discard_ratio: float = 0.0, prefix: int = 1
+) -> Tensor:
+    """Attention rollout (Abnar and Zuidema, 2020): how much each output token draws on
+    each input token through all layers. `attentions` holds one (b, heads, n, n) map per
+    layer, first layer first; returns the joint attention (b, n, n), whose rows sum to one.
+
+    Per layer: fuse the heads, drop the weakest `discard_ratio` of the patch-to-patch links,
+    add the identity for the residual path and renormalise each row; then multiply the
+    layers, the last one on the left. `prefix`: the model's num_prefix_tokens."""
+    attentions = _layers(attentions)  # fuse_heads and discard_weakest check the options
+    first = attentions[0]
+    b, n = first.shape[0], first.shape[-1]
+    # bf16 or fp16 maps: the products in float32
+    dtype = torch.promote_types(first.dtype, torch.float32)
+    eye = torch.eye(n, dtype=dtype, device=first.device)
+    joint = eye.expand(b, n, n)
+    for a in attentions:
+        a = fuse_heads(a.to(dtype), head_fusion)  # (b, n, n)
+        a = discard_weakest(a, discard_ratio, prefix)
+        a = a + eye  # the residual path: x + attention(x)
+        a = a / a.sum(dim=-1, keepdim=True)  # each row sums to one again
+        joint = a @ joint
+    return joint
+
+# %% ../notebooks/08b_attention_maps.ipynb #c030w
 def _layers(attentions) -> list:
     """Check a list of per-layer attention maps (b, heads, n, n): one batch, one token count."""
     if isinstance(attentions, Tensor):
@@ -80,61 +137,6 @@ def _layers(attentions) -> list:
             )
     return attentions
 
-
-def fuse_heads(attention: Tensor, head_fusion: str = "mean") -> Tensor:
-    """One map from all heads: (b, heads, n, n) -> (b, n, n), by their mean, max or min."""
-    if head_fusion == "mean":
-        return attention.mean(1)
-    if head_fusion == "max":
-        return attention.amax(1)
-    if head_fusion == "min":
-        return attention.amin(1)
-    raise ValueError(f"head_fusion={head_fusion!r}: use one of {HEAD_FUSIONS}")
-
-
-def discard_weakest(attention: Tensor, ratio: float) -> Tensor:
-    """Zero the weakest `ratio` of the links between patches, in each sample on its own:
-    (b, n, n) -> (b, n, n). The class token's row and column (token 0) are never dropped.
-    Ties go to the lower index, so a sample's result does not depend on its batch."""
-    if not 0 <= ratio <= 1:
-        raise ValueError(f"discard_ratio={ratio}: use a fraction in [0, 1]")
-    b, n, _ = attention.shape
-    links = attention[:, 1:, 1:].reshape(b, -1)  # (b, (n - 1)^2): patch to patch
-    k = int(links.shape[1] * ratio)
-    if k == 0:
-        return attention
-    weakest = links.argsort(dim=1, stable=True)[:, :k]  # (b, k)
-    kept = links.scatter(1, weakest, 0.0)
-    out = attention.clone()
-    out[:, 1:, 1:] = kept.view(b, n - 1, n - 1)
-    return out
-
-# %% ../notebooks/08b_attention_maps.ipynb #c030
-def attention_rollout(
-    attentions, head_fusion: str = "mean", discard_ratio: float = 0.0
-) -> Tensor:
-    """Attention rollout (Abnar and Zuidema, 2020): how much each output token draws on
-    each input token through all layers. `attentions` holds one (b, heads, n, n) map per
-    layer, first layer first; returns the joint attention (b, n, n), whose rows sum to one.
-
-    Per layer: fuse the heads, drop the weakest `discard_ratio` of the patch-to-patch links,
-    add the identity for the residual path and renormalise each row; then multiply the
-    layers, the last one on the left."""
-    attentions = _layers(attentions)  # fuse_heads and discard_weakest check the options
-    first = attentions[0]
-    b, n = first.shape[0], first.shape[-1]
-    # bf16 or fp16 maps: the products in float32
-    dtype = torch.promote_types(first.dtype, torch.float32)
-    eye = torch.eye(n, dtype=dtype, device=first.device)
-    joint = eye.expand(b, n, n)
-    for a in attentions:
-        a = fuse_heads(a.to(dtype), head_fusion)  # (b, n, n)
-        a = discard_weakest(a, discard_ratio)
-        a = a + eye  # the residual path: x + attention(x)
-        a = a / a.sum(dim=-1, keepdim=True)  # each row sums to one again
-        joint = a @ joint
-    return joint
-
 # %% ../notebooks/08b_attention_maps.ipynb #c044
 def patch_distances(grid, patch_size) -> Tensor:
     """Distances in pixels between the centres of every pair of patches: (n, n), n = h * w,
@@ -145,31 +147,38 @@ def patch_distances(grid, patch_size) -> Tensor:
     return torch.cdist(centres, centres)
 
 
-def mean_attention_distance(attentions, patch_size, grid=None) -> Tensor:
+def mean_attention_distance(attentions, patch_size, grid=None, prefix=1) -> Tensor:
     """How far each head looks, in pixels (the ViT paper's Figure 7, right): for every
     patch query, the distances to the other patches weighted by its attention, averaged
-    over the queries and the batch. Attention to the class token is left out and the rest
-    renormalised. `attentions`: one (b, heads, n, n) map per layer -> (layers, heads)."""
+    over the queries and the batch. Attention to the first `prefix` tokens (the model's
+    num_prefix_tokens) is left out and the rest renormalised. `attentions`: one (b, heads, n, n) map per layer -> (layers, heads)."""
     attentions = _layers(attentions)
-    grid = patch_grid(attentions[0].shape[-1] - 1, grid)
+    grid = patch_grid(attentions[0].shape[-1] - prefix, grid)
     distances = patch_distances(grid, patch_size).to(attentions[0].device)
     per_layer = []
     for a in attentions:
-        a = a[:, :, 1:, 1:].double()  # (b, heads, n, n): patch to patch
+        a = a[:, :, prefix:, prefix:].double()  # (b, heads, n, n): patch to patch
         a = a / a.sum(dim=-1, keepdim=True)
         per_layer.append((a * distances).sum(-1).mean(dim=(0, 2)))  # (heads,)
     return torch.stack(per_layer).float()
 
 # %% ../notebooks/08b_attention_maps.ipynb #c050
 def select_map(
-    attentions, image: int, layer: int, head: int = -1, fusion="mean", discard=0.0
+    attentions,
+    image: int,
+    layer: int,
+    head: int = -1,
+    fusion="mean",
+    discard=0.0,
+    prefix=1,
 ):
     """The class-token map (h, w) the explorer shows for one image, and what it is:
     `layer` -1 is the rollout over all layers (with `fusion` and `discard`); otherwise
-    that layer's `head`, or with head -1 the heads fused by `fusion`."""
+    that layer's `head`, or with head -1 the heads fused by `fusion`. `prefix`: the model's
+    num_prefix_tokens."""
     one = [a[image : image + 1] for a in attentions]
     if layer < 0:
-        joint = attention_rollout(one, fusion, discard)
+        joint = attention_rollout(one, fusion, discard, prefix)
         what = f"rollout ({fusion} of heads, discard {discard:.0%})"
     elif head < 0:
         joint = fuse_heads(one[layer], fusion)
@@ -177,18 +186,13 @@ def select_map(
     else:
         joint = one[layer][:, head]
         what = f"layer {layer + 1}, head {head + 1}"
-    return cls_map(joint)[0], what
+    return cls_map(joint, prefix=prefix)[0], what
 
-
-def attention_explorer(images, attentions, titles, size=(112, 112)):
-    """Widgets to browse attention maps: an image, a layer (or the rollout over all
-    layers), a head or a fusion of the heads, and rollout's discard ratio. `images`
-    (b, c, H, W) as shown, `attentions` the model's maps (b, heads, n, n) per layer,
-    `titles` one line per image. Returns the widget box."""
+# %% ../notebooks/08b_attention_maps.ipynb #c050c
+def _explorer_controls(titles, layers: int, heads: int) -> dict:
+    """The explorer's widgets: image, layer (or rollout), head (or fused), fusion, discard."""
     import ipywidgets as widgets
-    import matplotlib.pyplot as plt
 
-    layers, heads = len(attentions), attentions[0].shape[1]
     image = widgets.Dropdown(
         options=[(t, i) for i, t in enumerate(titles)], description="image"
     )
@@ -212,8 +216,24 @@ def attention_explorer(images, attentions, titles, size=(112, 112)):
         continuous_update=False,
     )
 
+    return dict(image=image, layer=layer, head=head, fusion=fusion, discard=discard)
+
+# %% ../notebooks/08b_attention_maps.ipynb #c050x
+def attention_explorer(images, attentions, titles, size=(112, 112), prefix=1):
+    """Widgets to browse attention maps: an image, a layer (or the rollout over all
+    layers), a head or a fusion of the heads, and rollout's discard ratio. `images`
+    (b, c, H, W) as shown, `attentions` the model's maps (b, heads, n, n) per layer,
+    `titles` one line per image, `prefix` the model's num_prefix_tokens. Returns the
+    widget box."""
+    import ipywidgets as widgets
+    import matplotlib.pyplot as plt
+
+    controls = _explorer_controls(titles, len(attentions), attentions[0].shape[1])
+    image, layer, head = controls["image"], controls["layer"], controls["head"]
+    fusion, discard = controls["fusion"], controls["discard"]
+
     def draw(image, layer, head, fusion, discard):
-        heat, what = select_map(attentions, image, layer, head, fusion, discard)
+        heat, what = select_map(attentions, image, layer, head, fusion, discard, prefix)
         fig, axes = plt.subplots(1, 3, figsize=(8, 2.9))
         axes[0].imshow(rgb_uint8(images[image]))
         axes[0].set_title(titles[image], fontsize=9)
@@ -235,7 +255,6 @@ def attention_explorer(images, attentions, titles, size=(112, 112)):
     for control in (layer, head):
         control.observe(update, "value")
     update()
-    controls = dict(image=image, layer=layer, head=head, fusion=fusion, discard=discard)
     out = widgets.interactive_output(draw, controls)
     return widgets.VBox(
         [widgets.HBox([image, layer]), widgets.HBox([head, fusion]), discard, out]

@@ -26,11 +26,10 @@ from safetensors.torch import load_file, save_file
 from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
-from .cnn import ARCHITECTURES, Distillation, build_model
 from .data import DATASETS, atomic_write, load_dataset, mix_seed
 from .loop import RECIPES, Recipe, TrainConfig, batches, classify
 from .loop import make_optimizer, predict, train_step
-from .model import PRESETS, ViTConfig
+from .model import ARCHITECTURES, PRESETS, ViTConfig, build_model
 from .utils import amp_dtype, grad_scaler, hardware
 
 try:
@@ -208,7 +207,13 @@ def _model_from(path, meta: dict, saved: dict):
     """The model a checkpoint's metadata names, built only once its configuration has
     been checked against the file's tensors, first on the meta device (shapes only): a
     header that claims a huge model costs no memory."""
-    kind, config_kind = ARCHITECTURES[meta.get("architecture", "ViT")]
+    name = meta.get("architecture", "ViT")
+    if name not in ARCHITECTURES:  # each vitlib module registers its classes on import
+        why = (
+            f"it holds a {name}, which no imported vitlib module registers: import the "
+        )
+        raise _unusable(path, why + "one that defines it (MaskedViT: vitlib.pretrain)")
+    kind, config_kind = ARCHITECTURES[name].model, ARCHITECTURES[name].config
     try:
         config = config_kind(**saved)
     except (TypeError, ValueError) as error:  # an unknown field, a refused value
@@ -604,6 +609,13 @@ def train(
         return _loop(model, data, config or TrainConfig(), out, *options)
 
 # %% ../notebooks/06c_training_for_real.ipynb #c034
+def _command_line_models() -> list:
+    """The registry's names for the command line: lower case (class names are capitalised),
+    and not those a teacher trains (--teacher picks them: NAME-distilled)."""
+    names = ARCHITECTURES.items()
+    return sorted(n for n, a in names if n.islower() and a.teacher_loss is None)
+
+# %% ../notebooks/06c_training_for_real.ipynb #c034p
 def _parser():
     p = argparse.ArgumentParser(
         prog="python -m vitlib.train",
@@ -617,8 +629,7 @@ def _parser():
     p.add_argument(
         "--model",
         dest="architecture",
-        choices=["vit", "vit-stem", "cnn"],
-        help="a ViT (the default), a ViT with chapter 9's convolutional stem, or its CNN",
+        help=f"a registered model: one of {_command_line_models()} (default: vit)",
     )
     p.add_argument("--teacher", help="a trained run's folder: distil from it (DeiT)")
     p.add_argument(
@@ -663,9 +674,17 @@ def _settings(args, parser) -> tuple:
     changes = {k[2:]: v for k, v in given.items() if k.startswith("m_")}
     settings = {k[2:]: v for k, v in given.items() if k.startswith("t_")}
     architecture = args.architecture or recipe.architecture
-    if architecture == "cnn" and changes:
-        parser.error(f"--model cnn has no {sorted(changes)}: those flags shape a ViT")
-    same_kind = (architecture == "cnn") == (recipe.architecture == "cnn")
+    if architecture not in _command_line_models():
+        parser.error(
+            f"unknown model {architecture!r}: choose one of {_command_line_models()}"
+        )
+    _name(args, parser, architecture)  # with --teacher: refused now, before --overwrite
+    vit = issubclass(ARCHITECTURES[architecture].config, ViTConfig)
+    if not vit and changes:
+        parser.error(
+            f"--model {architecture} has no {sorted(changes)}: those flags shape a ViT"
+        )
+    same_kind = vit == issubclass(ARCHITECTURES[recipe.architecture].config, ViTConfig)
     model = {**(recipe.model if same_kind else {}), **changes}
     try:
         config = replace(recipe.train, **settings)
@@ -673,7 +692,7 @@ def _settings(args, parser) -> tuple:
         _usage_error(parser, args, error, group="t_")
     return dataset, preset, architecture, model, config
 
-
+# %% ../notebooks/06c_training_for_real.ipynb #c035s
 def _setup_distributed(device_arg: str) -> torch.device:
     """Start torch.distributed when torchrun launched us (NCCL on GPUs, gloo on CPUs) and
     return this process's device."""
@@ -848,11 +867,23 @@ def _teacher(args, parser, data):
     except (FileNotFoundError, NotACheckpoint) as error:
         _usage_error(parser, args, error, ["teacher"])
 
+# %% ../notebooks/06c_training_for_real.ipynb #c035n
+def _name(args, parser, architecture: str) -> str:
+    """The registry's name for --model: with --teacher, the one with "-distilled"."""
+    if not args.teacher:
+        return architecture
+    taught = [n for n, a in ARCHITECTURES.items() if a.teacher_loss is not None]
+    if f"{architecture}-distilled" not in taught:
+        names = sorted(n.removesuffix("-distilled") for n in taught)
+        why = f"a teacher teaches {' or '.join(names)} here, not {architecture}"
+        _usage_error(parser, args, why, ["architecture", "teacher"])
+    return f"{architecture}-distilled"
+
 
 def _build(args, parser, architecture: str, preset: str, changes: dict):
     """build_model with the flags' changes: a value the config refuses is a usage error."""
     try:
-        return build_model(architecture, preset, args.teacher is not None, **changes)
+        return build_model(_name(args, parser, architecture), preset, **changes)
     except (TypeError, ValueError) as error:
         _usage_error(parser, args, error, group="m_")
 
@@ -866,8 +897,11 @@ def _run(args, argv, parser, settings, device) -> dict:
     c, h, _ = data.image_shape
     model_changes.update(in_channels=c, img_size=h, num_classes=data.num_classes)
     loss_fn = classify
-    if args.teacher:  # chapter 9: distillation from a trained model
-        loss_fn = Distillation(_teacher(args, parser, data))
+    if (
+        args.teacher
+    ):  # chapter 9: distillation, with the loss the model's name registers
+        teacher_loss = ARCHITECTURES[_name(args, parser, architecture)].teacher_loss
+        loss_fn = teacher_loss(_teacher(args, parser, data))
     torch.manual_seed(config.seed)
     model = _build(args, parser, architecture, preset, model_changes)
     parameters = sum(p.numel() for p in model.parameters())

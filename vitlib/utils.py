@@ -3,7 +3,7 @@
 # %% auto #0
 __all__ = ['WIDGET_KINDS', 'env_flag', 'is_smoke', 'pick', 'hardware', 'log_header', 'measure', 'Timing', 'compare_times',
            'timing_table', 'amp_dtype', 'autocast', 'grad_scaler', 'training_step', 'png_data_url', 'quantized',
-           'page_widget']
+           'page_widget', 'add_to_class']
 
 # %% ../notebooks/appendix_a_utils.ipynb #c004
 import contextlib
@@ -260,3 +260,14 @@ def page_widget(kind: str, spec: dict):
         f'<script type="application/json">{payload}</script></div>'
         '<script src="../_static/vit-widgets.js"></script>'
     )
+
+# %% ../notebooks/appendix_a_utils.ipynb #c024
+def add_to_class(cls):
+    """A decorator: the function below becomes a method of the class `cls` (already defined),
+    under its own name. Returns the function unchanged."""
+
+    def add(function):
+        setattr(cls, function.__name__, function)
+        return function
+
+    return add

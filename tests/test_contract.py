@@ -1,0 +1,151 @@
+"""The model's contract (page 5a, as in timm), checked on every model class of the book with
+configurations drawn here: forward = forward_head(forward_features), num_prefix_tokens,
+no_weight_decay() and the optimizer's groups, resize, parameter_counts and the maps."""
+
+import pytest
+import torch
+from torch import nn
+
+from vitlib.cnn import STEM, HelpedViT, HelpedViTConfig, ResNet
+from vitlib.loop import parameter_groups
+from vitlib.model import ViT, ViTConfig, parameter_counts
+from vitlib.pretrain import MaskedViT, MaskedViTConfig
+from vitlib.pretrained import FastViT
+from vitlib.rollout import attention_rollout, cls_map
+
+SHAPE = dict(img_size=16, patch_size=4, in_channels=1, num_classes=5, dim=16, depth=2)
+SHAPE |= dict(heads=2, mlp_dim=24)
+
+
+def models():
+    """(name, model): one of each class, in each of the forms that change its tokens."""
+    yield "ViT", ViT(ViTConfig(**SHAPE))
+    yield "ViT sincos mean", ViT(ViTConfig(**SHAPE, pos="sincos", pool="mean"))
+    yield "FastViT", FastViT(ViTConfig(**SHAPE))
+    for stem in ((), STEM[:2]):
+        for distilled in (False, True):
+            config = HelpedViTConfig(**SHAPE, stem=stem, distilled=distilled)
+            yield f"HelpedViT stem={stem} distilled={distilled}", HelpedViT(config)
+    yield "MaskedViT", MaskedViT(MaskedViTConfig(**SHAPE))
+    yield "ResNet", ResNet(img_size=16, in_channels=1, num_classes=5, widths=(8, 16))
+
+
+MODELS = dict(models())
+VITS = [name for name, m in MODELS.items() if isinstance(m, ViT)]
+
+
+def images(model, size=16):
+    torch.manual_seed(0)
+    return torch.randn(2, 1, size, size)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_forward_is_forward_head_of_forward_features(name):
+    model = MODELS[name].eval()
+    x = images(model)
+    with torch.no_grad():
+        torch.testing.assert_close(
+            model(x), model.forward_head(model.forward_features(x))
+        )
+        assert model(x).shape == (2, 5)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_no_learned_token_or_position_decays(name):
+    # the model's own parameters (not a layer's) are its tokens and positions: none decays,
+    # and the optimizer's groups follow no_weight_decay(), not names it guesses
+    model = MODELS[name]
+    own = {n for n, _ in model.named_parameters(recurse=False)}
+    assert own <= model.no_weight_decay()
+    decay, no_decay = parameter_groups(model, 0.05)
+    names = {id(p): n for n, p in model.named_parameters()}
+    kept = {names[id(p)] for p in no_decay["params"]}
+    decayed = {names[id(p)] for p in decay["params"]}
+    assert own <= kept and not own & decayed
+    assert all(model.get_parameter(n).ndim >= 2 for n in decayed)
+    assert kept | decayed == set(names.values())
+
+
+def test_the_learned_tokens_of_each_model_are_named():
+    assert MODELS["ViT"].no_weight_decay() == {"cls_token", "pos_embed"}
+    assert MODELS["ViT sincos mean"].no_weight_decay() == {"cls_token"}
+    distilled = MODELS["HelpedViT stem=() distilled=True"]
+    assert distilled.no_weight_decay() == {"cls_token", "dist_token", "pos_embed"}
+    assert "mask_token" in MODELS["MaskedViT"].no_weight_decay()
+    assert MODELS["ResNet"].no_weight_decay() == set()
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_prefix_tokens_are_the_tokens_before_the_patches(name):
+    model = MODELS[name]
+    if not isinstance(model, ViT):
+        assert model.num_prefix_tokens == 0
+        return
+    tokens = model.forward_features(images(model))
+    assert tokens.shape[1] == model.num_prefix_tokens + model.config.num_patches
+    assert model.pos_embed.shape[1] == tokens.shape[1]
+    maps = model.attention_maps(images(model))
+    grid = model.config.grid
+    prefix = model.num_prefix_tokens
+    assert cls_map(maps[-1], grid, prefix).shape == (2, model.config.heads, *grid)
+    joint = attention_rollout(maps, discard_ratio=0.5, prefix=prefix)
+    assert cls_map(joint, grid, prefix).shape == (2, *grid)
+
+
+@pytest.mark.parametrize("name", VITS)
+def test_resize_keeps_the_prefix_tokens_and_runs_at_the_new_size(name):
+    model = MODELS[name]
+    before = model.pos_embed.detach().clone()
+    prefix = model.num_prefix_tokens
+    resized = type(model)(model.config)
+    resized.load_state_dict(model.state_dict())
+    resized.resize(24).eval()
+    assert resized.forward_features(images(model, 24)).shape[1] == (
+        prefix + resized.config.num_patches
+    )
+    if isinstance(model.pos_embed, nn.Parameter):  # the prefix rows are carried over
+        torch.testing.assert_close(resized.pos_embed[:, :prefix], before[:, :prefix])
+    assert resized(images(model, 24)).shape == (2, 5)
+
+
+@pytest.mark.parametrize("name", VITS)
+def test_parameter_counts_add_up_to_every_trainable_parameter(name):
+    model = MODELS[name]
+    counts = parameter_counts(model)
+    assert counts["total"] == sum(p.numel() for p in model.parameters())
+    assert counts["total"] == sum(v for k, v in counts.items() if k != "total")
+
+
+def test_every_registered_name_builds_its_class():
+    from vitlib.model import ARCHITECTURES, build_model
+
+    assert {"vit", "vit-fast", "vit-stem", "cnn", "vit-distilled", "MaskedViT"} <= set(
+        ARCHITECTURES
+    )
+    for name, entry in ARCHITECTURES.items():
+        shape = dict(depth=1, dim=16, heads=2, mlp_dim=16)
+        changes = {} if entry.model is ResNet else shape
+        model = build_model(name, "fashion", **changes)
+        assert type(model) is entry.model
+        for field, value in entry.fields.items():
+            assert getattr(model.config, field) == value
+    with pytest.raises(ValueError, match="unknown model 'banana'"):
+        build_model("banana")
+
+
+@pytest.mark.parametrize("name", ["ViT", "FastViT"])
+def test_the_live_export_sees_every_block_of_either_forward(name):
+    from vitlib.live import WithAttention
+
+    model = MODELS[name].eval()
+    with torch.no_grad():
+        logits, maps = WithAttention(model)(images(model))
+        torch.testing.assert_close(logits, model(images(model)))
+    assert maps.shape[0] == model.config.depth
+
+
+def test_a_name_keeps_the_fields_it_sets():
+    from vitlib.model import build_model
+
+    with pytest.raises(ValueError, match="needs another name"):
+        build_model("vit-distilled", "fashion", distilled=False)
