@@ -12,7 +12,7 @@ import torch
 from test_loop import random_data
 
 from vitlib.loop import TrainConfig
-from vitlib.model import ViT, create_vit
+from vitlib.model import ViT, ViTConfig, create_vit
 from vitlib.patches import patchify, unpatchify
 from vitlib.pretrain import (
     MaskedViT,
@@ -285,3 +285,14 @@ def test_the_colab_cell_runs_on_a_random_timm_vit_b16():
     assert model.config.num_classes == 10 and model.config.img_size == 224
     assert 0 <= result["before"] <= 1 and 0 <= result["after"] <= 1
     assert not torch.equal(model.head.weight.detach(), before)  # it trained
+
+
+def test_a_fast_path_checkpoint_gives_its_encoder_too(tmp_path):
+    from vitlib.pretrained import FastViT
+
+    torch.manual_seed(0)
+    shape = dict(img_size=28, patch_size=7, in_channels=1, dim=16, depth=1, heads=2)
+    source = FastViT(ViTConfig(**shape, mlp_dim=16, num_classes=10))
+    save_checkpoint(tmp_path, source.eval(), dataset="fashion-mnist")
+    target = load_encoder(tmp_path, ViT(ViTConfig(**shape, mlp_dim=16, num_classes=3)))
+    torch.testing.assert_close(target.pos_embed, source.pos_embed)

@@ -20,7 +20,7 @@ from .loop import train_step
 from .model import ViT, ViTConfig, register_model
 from .patches import pair, patchify, unpatchify
 from .positions import prepend_cls
-from .pretrained import from_timm
+from .pretrained import FastViT, from_timm
 from .train import load_checkpoint
 from .utils import autocast, grad_scaler
 
@@ -120,7 +120,8 @@ class MaskedViT(ViT):
         x = torch.where(mask[..., None], self.mask_token.to(x.dtype), x)  # the one line
         x = prepend_cls(x, self.cls_token) + self.pos_embed  # (b, 1 + n, d)
         x = self.norm(self.blocks(self.pos_drop(x)))
-        return self.decoder(x[:, 1:])  # (b, n, c*p*p); the class token predicts nothing
+        # the patches only, (b, n, c*p*p): the class token predicts nothing
+        return self.decoder(x[:, self.num_prefix_tokens :])
 
 # %% ../notebooks/10_pretraining.ipynb #p021
 def masked_loss(model: MaskedViT, images, mask, config=None) -> tuple:
@@ -191,7 +192,7 @@ def load_encoder(path, model: ViT) -> ViT:
     head stays as it is: new. Prints what it kept. A checkpoint of another shape gets a
     ValueError naming both shapes."""
     source, _ = load_checkpoint(path)
-    if type(source) not in (ViT, MaskedViT):
+    if type(source) not in (ViT, FastViT, MaskedViT):
         raise ValueError(f"{path} holds a {type(source).__name__}, not a ViT's encoder")
     differ = [
         f
