@@ -209,10 +209,10 @@ def _model_from(path, meta: dict, saved: dict):
     header that claims a huge model costs no memory."""
     name = meta.get("architecture", "ViT")
     if name not in ARCHITECTURES:  # each vitlib module registers its classes on import
-        why = (
-            f"it holds a {name}, which no imported vitlib module registers: import the "
+        why = f"it holds a {name}, which no imported vitlib module registers: import "
+        raise _unusable(
+            path, why + "the one that defines it (MaskedViT: vitlib.pretrain)"
         )
-        raise _unusable(path, why + "one that defines it (MaskedViT: vitlib.pretrain)")
     kind, config_kind = ARCHITECTURES[name].model, ARCHITECTURES[name].config
     try:
         config = config_kind(**saved)
@@ -610,10 +610,12 @@ def train(
 
 # %% ../notebooks/06c_training_for_real.ipynb #c034
 def _command_line_models() -> list:
-    """The registry's names for the command line: lower case (class names are capitalised),
-    and not those a teacher trains (--teacher picks them: NAME-distilled)."""
+    """The registry's names for the command line: those a class registered beside its own
+    name, but not those a teacher trains (--teacher picks them: NAME-distilled)."""
     names = ARCHITECTURES.items()
-    return sorted(n for n, a in names if n.islower() and a.teacher_loss is None)
+    return sorted(
+        n for n, a in names if n != a.model.__name__ and a.teacher_loss is None
+    )
 
 # %% ../notebooks/06c_training_for_real.ipynb #c034p
 def _parser():
@@ -880,10 +882,10 @@ def _name(args, parser, architecture: str) -> str:
     return f"{architecture}-distilled"
 
 
-def _build(args, parser, architecture: str, preset: str, changes: dict):
+def _build(args, parser, name: str, preset: str, changes: dict):
     """build_model with the flags' changes: a value the config refuses is a usage error."""
     try:
-        return build_model(_name(args, parser, architecture), preset, **changes)
+        return build_model(name, preset, **changes)
     except (TypeError, ValueError) as error:
         _usage_error(parser, args, error, group="m_")
 
@@ -896,14 +898,13 @@ def _run(args, argv, parser, settings, device) -> dict:
     data = _data(args, parser, dataset, device, config)
     c, h, _ = data.image_shape
     model_changes.update(in_channels=c, img_size=h, num_classes=data.num_classes)
+    # the registry's name: with --teacher, NAME-distilled
+    name = _name(args, parser, architecture)
     loss_fn = classify
-    if (
-        args.teacher
-    ):  # chapter 9: distillation, with the loss the model's name registers
-        teacher_loss = ARCHITECTURES[_name(args, parser, architecture)].teacher_loss
-        loss_fn = teacher_loss(_teacher(args, parser, data))
+    if args.teacher:  # chapter 9: distillation, with the loss the name registers
+        loss_fn = ARCHITECTURES[name].teacher_loss(_teacher(args, parser, data))
     torch.manual_seed(config.seed)
-    model = _build(args, parser, architecture, preset, model_changes)
+    model = _build(args, parser, name, preset, model_changes)
     parameters = sum(p.numel() for p in model.parameters())
     if rank == 0:
         print(
