@@ -798,3 +798,63 @@ def test_the_notebooks_time_limit_bounds_a_submission(tmp_path):
     assert any("time limit of" in rows["ada", e]["status"] for e in FULL), rows
     assert scores(rows, "ada")["3.1"] == 2  # graded before the budget ran out
     assert time.monotonic() - start < 120
+
+
+@pytest.mark.parametrize("busy", ["slow", "deaf"])
+def test_a_replay_on_a_busy_machine_costs_the_next_cell_nothing(monkeypatch, busy):
+    """After a worker is stopped (kim's), a new one runs the earlier cells again. On a loaded
+    machine a replayed cell can be slow ("slow": past its limit, interrupted) or slow to
+    listen ("deaf": stopped); neither may cost the next exercise its points."""
+    from sandbox import WorkerGone
+
+    Cell = grader.Cell
+    cells = [
+        Cell(0, "code", "setup"),
+        Cell(1, "answer", "", "ex1-answer"),
+        Cell(2, "grade", "", "ex1", 1),
+        Cell(3, "answer", "", "ex2-answer"),
+        Cell(4, "grade", "", "ex2", 1),
+    ]
+    workers = []
+
+    class Worker:  # the setup cell is slow in the first replay only
+        def __init__(self, *args, **kwargs):
+            self.ran, self.whole = [], True
+            workers.append(self)
+
+        def run(self, source, grade=False, seconds=0):
+            if source == "setup" and len(workers) == 2:
+                if busy == "deaf":
+                    raise WorkerGone("it ran past it and ignored the interrupt")
+                self.whole = False  # interrupted: what the cell defines is missing
+                return {"timed_out": True}
+            self.ran.append(source)
+            return {}
+
+        def memory_kills(self):
+            return 0
+
+        def close(self):
+            pass
+
+    def check(cell, session, *rest):
+        if cell.grade_id == "ex1":  # kim's answer: it stops listening
+            raise WorkerGone("the time limit of 10 s: it stopped reading its inputs")
+        right = session.whole and "answer 2" in session.ran
+        return grader.Result(int(right), "graded")
+
+    monkeypatch.setattr(grader, "Session", Worker)
+    monkeypatch.setattr(grader, "check", check)
+    graded = grader.grade_submission(
+        cells,
+        {"ex1-answer": "answer 1", "ex2-answer": "answer 2"},
+        {},
+        grader.Limits(cell_seconds=10),
+        None,
+        False,
+        (),
+        900,
+    )
+    assert graded.results["ex1"].score == 0
+    assert graded.results["ex2"].score == 1, graded.notes
+    assert len(workers) == 3  # the first, the replay that failed, the one that worked

@@ -211,6 +211,41 @@ def grade_submission(
             " (a grade cell)" if c.kind == "grade" else ""
         )
 
+    def replayed(position):
+        """A new worker that has run again the cells before `position`, all but the skipped.
+        Each ran within its limit once; run again, it gets twice that limit, and a replay that
+        fails all the same is tried once more in another worker: a busy machine must not cost
+        the cell at `position` its points. None, with a note, when both tries fail."""
+        why = ""
+        for _ in range(2):
+            worker = Session(
+                limits, log, unsafe=unsafe, hidden=hidden, deadline=deadline
+            )
+            try:
+                for before in runnable[:position]:
+                    if before.index in skipped:
+                        continue
+                    answer = worker.run(
+                        text_of(before),
+                        grade=before.kind == "grade",
+                        seconds=2 * limits.cell_seconds,
+                    )
+                    if answer.get("timed_out"):
+                        raise WorkerGone(
+                            f"{what(before)} ran past {2 * limits.cell_seconds} s when run again"
+                        )
+                return worker
+            except WorkerGone as gone:
+                worker.close()
+                if gone.final:
+                    raise
+                why = gone.reason
+        graded.notes.append(
+            f"stopped before {what(runnable[position])}: twice, a new worker could not run "
+            f"again the cells before it ({why})"
+        )
+        return None
+
     try:
         while position < len(runnable):
             if time.monotonic() > deadline:
@@ -221,12 +256,9 @@ def grade_submission(
             cell = runnable[position]
             try:
                 if session is None:
-                    session = Session(
-                        limits, log, unsafe=unsafe, hidden=hidden, deadline=deadline
-                    )
-                    for before in runnable[:position]:
-                        if before.index not in skipped:
-                            session.run(text_of(before), grade=before.kind == "grade")
+                    session = replayed(position)
+                    if session is None:
+                        break
                 kills = session.memory_kills()
                 answer = session.run(text_of(cell), grade=cell.kind == "grade")
                 if session.memory_kills() > kills:
