@@ -194,6 +194,34 @@ def test_a_loss_that_diverges_stops_the_run_and_keeps_the_good_checkpoint(
     assert (tmp_path / "epoch-0001" / "model.safetensors").read_bytes() == before
 
 
+def test_the_hooks_a_run_without_classes_uses(small):
+    """Chapter 10's shape of run: a loss whose outputs are no class scores, no test split
+    measured (none is needed), and a call after each epoch."""
+    import math
+
+    def pixels(model, images, labels, config):  # outputs (b, n, c*p*p), not logits
+        out = model.forward_features(images)[:, 1:]
+        return out.float().pow(2).mean(), out
+
+    seen = []
+    torch.manual_seed(0)
+    history = train(
+        _model(),
+        small.subset(test=0),  # without evaluate_fn=None: refused, see below
+        TrainConfig(epochs=2, batch_size=64),
+        progress=False,
+        loss_fn=pixels,
+        evaluate_fn=None,
+        after_epoch=lambda epoch, model: seen.append((epoch, model.training)),
+    )
+    assert seen == [(1, True), (2, True)]
+    assert history["epoch"] == [1, 2] and all(map(math.isfinite, history["train_loss"]))
+    for key in ("train_accuracy", "test_loss", "test_accuracy"):
+        assert all(map(math.isnan, history[key])), key
+    with pytest.raises(vt.RunRefused, match="no test images"):
+        train(_model(), small.subset(test=0), TrainConfig(epochs=1, batch_size=64))
+
+
 def test_first_non_finite():
     nan, inf = float("nan"), float("inf")
     assert first_non_finite(torch.tensor([1.0, nan, inf])) == 1

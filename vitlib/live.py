@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from .data import atomic_write
+from .loop import evaluating
 from .model import ViT
 from .patches import pair
 
@@ -82,27 +83,28 @@ def to_onnx(model: ViT, path, opset: int = OPSET, metadata: dict = None) -> Path
     _check_exportable(model, opset)
     import onnx
 
-    c, was_training = model.config, model.training
+    c = model.config
     example = torch.zeros(2, c.in_channels, *pair(c.img_size))
-    wrapped = WithAttention(model).eval()
     # the exporter's optimizer notes each constant it leaves unfolded: harmless, and not for
     # the reader's page
     optimizer_log = logging.getLogger("onnxscript.optimizer")
     level = optimizer_log.level
     optimizer_log.setLevel(logging.ERROR)
     try:
-        program = torch.onnx.export(
-            wrapped,
-            (example,),
-            input_names=["images"],
-            output_names=["logits", "attention"],
-            dynamic_shapes=({0: torch.export.Dim("batch")},),
-            opset_version=opset,
-            dynamo=True,
-            verbose=False,
-        )
+        with evaluating(model):  # page 6b: eval mode inside, the mode it had after
+            program = torch.onnx.export(
+                WithAttention(
+                    model
+                ).eval(),  # the wrapper too: it has a mode of its own
+                (example,),
+                input_names=["images"],
+                output_names=["logits", "attention"],
+                dynamic_shapes=({0: torch.export.Dim("batch")},),
+                opset_version=opset,
+                dynamo=True,
+                verbose=False,
+            )
     finally:
-        model.train(was_training)
         optimizer_log.setLevel(level)
     proto = program.model_proto
     for node in proto.graph.node:  # the exporter's notes: source lines, local paths

@@ -2,10 +2,11 @@
 
 # %% auto #0
 __all__ = ['ENCODER_FIELDS', 'hidden_count', 'random_mask', 'patch_targets', 'masked_mse', 'MaskedViTConfig', 'MaskedViT',
-           'masked_loss', 'reconstruct', 'pretrain', 'load_encoder', 'labelled_subset', 'freeze_encoder',
+           'masked_loss', 'reconstruct', 'MaskedLoss', 'pretrain', 'load_encoder', 'labelled_subset', 'freeze_encoder',
            'fine_tune_pretrained']
 
 # %% ../notebooks/10_pretraining.ipynb #p003
+import itertools
 import time
 from dataclasses import dataclass, replace
 
@@ -15,13 +16,12 @@ from torch import nn
 
 from .block import init_weights
 from .data import ImageData, random_flip
-from .loop import TrainConfig, WarmupCosine, batches, evaluating, make_optimizer
-from .loop import train_step
+from .loop import TrainConfig, WarmupCosine, evaluating, train_step
 from .model import ViT, ViTConfig, register_model
 from .patches import pair, patchify, unpatchify
 from .positions import prepend_cls
 from .pretrained import FastViT, from_timm
-from .train import load_checkpoint
+from .train import load_checkpoint, train
 from .utils import autocast, grad_scaler
 
 # %% ../notebooks/10_pretraining.ipynb #p006
@@ -148,33 +148,43 @@ def _predict_masked(model, images, mask) -> torch.Tensor:
         return model.forward_masked(images, mask).float()
 
 
+class MaskedLoss:
+    """train's loss_fn for pretraining: a new random mask for every image of a batch,
+    `ratio` of its patches hidden, from a generator of its own seeded with `seed`; then
+    masked_loss. The labels the loader brings are not used."""
+
+    def __init__(self, ratio: float, seed: int = 0):
+        self.ratio, self.seed, self.generator = ratio, seed, None
+
+    def __call__(self, model, images, labels, config) -> tuple:
+        model = getattr(
+            model, "_orig_mod", model
+        )  # under torch.compile, the model inside
+        if self.generator is None:
+            self.generator = torch.Generator(images.device).manual_seed(self.seed)
+        n, device = model.config.num_patches, images.device
+        mask = random_mask(len(images), n, self.ratio, self.generator, device)
+        return masked_loss(model, images, mask)
+
+
 def pretrain(model: MaskedViT, data: ImageData, config: TrainConfig, watch=None, at=()):
-    """Masked patch prediction on data's training images (their labels unused), as `config`
-    says (a TrainConfig: epochs, batch size, optimiser, crops and flips), a new random mask
-    at model.config.mask_ratio for every image. `watch` = (images, mask): their predictions
-    are kept after each epoch in `at` (0: before training). Returns {"loss": mean loss per
-    epoch, "seconds": time at each epoch's end, "snapshots": {epoch: predictions}}."""
-    device, n = data.device, model.config.num_patches
-    loader = batches(data, "train", config.batch_size, config)
-    optimizer, scheduler = make_optimizer(model.to(device), config, len(loader))
-    scaler, g = grad_scaler(device), torch.Generator(device).manual_seed(config.seed)
-    history, begin = {"loss": [], "seconds": [], "snapshots": {}}, time.perf_counter()
-    if watch is not None and 0 in at:
-        history["snapshots"][0] = _predict_masked(model, *watch)
-    model.train()
-    for epoch in range(1, config.epochs + 1):
-        loader.set_epoch(epoch)
-        total = torch.zeros((), device=device)
-        for images, _ in loader:  # the labels are not used
-            mask = random_mask(len(images), n, model.config.mask_ratio, g, device)
-            step = (optimizer, config, scaler, masked_loss)
-            total += train_step(model, images, mask, *step)[0]
-            scheduler.step()
-        history["loss"].append(total.item() / len(loader))
-        history["seconds"].append(time.perf_counter() - begin)
+    """Masked patch prediction on data's training images, through chapter 6's `train` with
+    MaskedLoss at model.config.mask_ratio (no test split is measured). `watch` = (images,
+    mask): their predictions are kept after each epoch in `at` (0: before training).
+    Returns {"loss": mean loss per epoch, "seconds": training time at each epoch's end,
+    "snapshots": {epoch: predictions}}."""
+    snapshots = {}
+
+    def keep(epoch, model):
         if watch is not None and epoch in at:
-            history["snapshots"][epoch] = _predict_masked(model, *watch)
-    return history
+            snapshots[epoch] = _predict_masked(model, *watch)
+
+    keep(0, model.to(data.device))
+    loss = MaskedLoss(model.config.mask_ratio, config.seed)
+    hooks = dict(loss_fn=loss, evaluate_fn=None, after_epoch=keep)
+    history = train(model, data, config, progress=False, **hooks)
+    seconds = list(itertools.accumulate(history["seconds"]))
+    return {"loss": history["train_loss"], "seconds": seconds, "snapshots": snapshots}
 
 # %% ../notebooks/10_pretraining.ipynb #p029
 # the fields that shape an encoder's weights, and the image size its positions were made for
