@@ -12,12 +12,12 @@ NB       ?= $(sort $(wildcard notebooks/*.ipynb))
 EDITION  ?= book
 SUBMISSIONS ?= submissions
 
-.PHONY: help install export data execute js book student assignments grade test lint clean retarget
+.PHONY: help install export data diagrams execute js book student assignments grade test lint clean retarget
 
 help:
 	@echo "make book   build the site into _build/html (sets up .venv first); EDITION=student: without solutions, into _build/student-site"
 	@echo "make test   run every test: units, notebooks (nbval), export sync, the site in a browser"
-	@echo "steps:      install, export, data, execute [NB=notebooks/01_patches.ipynb], js, student, lint, clean"
+	@echo "steps:      install, export, data, diagrams, execute [NB=notebooks/01_patches.ipynb], js, student, lint, clean"
 	@echo "coursework: student, assignments, grade SUBMISSIONS=DIR (see book/instructors.md)"
 	@echo "a fork:     retarget REPOSITORY=https://github.com/OWNER/NAME BRANCH=main (Colab links and installs then name it)"
 
@@ -41,6 +41,12 @@ export: $(STAMP)
 # dataset-fashion-mnist), else torchvision's download; with neither, an error naming both fixes ---
 data: $(STAMP)
 	@$(BIN)/python scripts/data.py --root $(DATA)
+
+# --- the diagrams: scripts/diagrams.py draws each into book/diagrams/NAME.svg and attaches it to
+# the markdown cell of its notebook that shows it (so Jupyter and Colab show it too); run
+# `make student` after it, so that the student edition shows them too ---
+diagrams: $(STAMP)
+	$(BIN)/python scripts/diagrams.py
 
 # --- run notebooks top to bottom in a fresh kernel, full size, outputs and widget state stored;
 # VITLIB_SITE=1: page 8c writes the site's model (book/static/live/) instead of runs/; then the

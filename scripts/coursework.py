@@ -153,8 +153,10 @@ def guide_table(notebooks: list) -> str:
         graded = exercises(book)
         auto = sum(p for _, p, _, manual in graded if not manual)
         manual = sum(p for _, p, _, manual in graded if manual)
-        words = sum(
-            len(c.source.split()) for c in book.cells if c.cell_type == "markdown"
+        words = sum(  # a diagram's alt text is for screen readers: not counted
+            len(re.sub(r"!\[[^\]]*\]", "", c.source).split())
+            for c in book.cells
+            if c.cell_type == "markdown"
         )
         run = book.metadata.get("vitlib", {}).get("run")
         if run:

@@ -89,6 +89,44 @@ def has_widget(path: Path) -> bool:
     )
 
 
+def diagrams_of(path: Path) -> list:
+    """The drawn diagrams a page shows (scripts/diagrams.py): their names, in order."""
+    text = path.read_text()
+    if path.suffix == ".ipynb":
+        text = "".join(
+            "".join(c["source"])
+            for c in json.loads(text)["cells"]
+            if c["cell_type"] == "markdown"
+        )
+    return re.findall(r"\]\((?:attachment:|diagrams/)([\w-]+)\.svg\)", text)
+
+
+# the diagrams on a page: images outside the cells' outputs, with their long alt text
+DIAGRAM_IMAGES = """
+    const imgs = [...document.querySelectorAll('main img, article img')].filter(
+        i => !i.closest('.cell_output') && (i.alt || '').length > 80);
+    return imgs.length && imgs.every(i => i.complete)
+        ? imgs.map(i => [i.naturalWidth, i.src]) : null;
+"""
+
+
+def check_diagrams(browser, path: Path) -> None:
+    names = diagrams_of(path)
+    if not names:
+        return
+    shown = wait_for(browser, DIAGRAM_IMAGES, "the diagrams to load")
+    assert len(shown) == len(names), (
+        f"{len(shown)} diagrams on the page, {names} expected"
+    )
+    for width, src in shown:
+        assert width > 300 and src.endswith(".svg"), f"a diagram did not load: {src}"
+
+
+def test_the_intro_shows_the_road_map(server, browser):
+    browser.get(f"{server}/book/intro.html")
+    check_diagrams(browser, ROOT / "book" / "intro.md")
+
+
 def has_math(path: Path) -> bool:
     return any(
         cell["cell_type"] == "markdown" and "$" in "".join(cell["source"])
@@ -147,6 +185,8 @@ def test_chapter_page(server, browser, notebook):
     assert (ROOT / "student" / notebook.name).exists()
     # solutions are folded under a toggle, and nbgrader's markers are not on the page
     assert not [c for c in code if "### BEGIN SOLUTION" in c or "### END SOLUTION" in c]
+
+    check_diagrams(browser, notebook)  # drawn diagrams, carried inside the notebook
 
     if has_widget(notebook):
         # ipywidgets' HTML manager turns the saved state into live controls and outputs.
