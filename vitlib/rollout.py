@@ -31,10 +31,12 @@ def cls_map(attention: Tensor, grid=None, prefix: int = 1) -> Tensor:
 # %% ../notebooks/08b_attention_maps.ipynb #c019
 def plot_attention_grid(image, maps, size=(112, 112), row_label="layer"):
     """One image and its class-token maps (layers, heads, h, w) as a grid of overlays: a
-    row per layer, a column per head. Returns the figure."""
+    row per layer, a column per head, all on one colour scale (0 to the largest weight),
+    so that panels compare in strength as well as in shape. Returns the figure."""
     import matplotlib.pyplot as plt
 
     layers, heads = maps.shape[:2]
+    limits = (0.0, float(maps.max()))  # one scale for every panel
     fig, axes = plt.subplots(
         layers, heads + 1, figsize=(1.6 * (heads + 1), 1.6 * layers), squeeze=False
     )
@@ -42,7 +44,8 @@ def plot_attention_grid(image, maps, size=(112, 112), row_label="layer"):
         axes[i, 0].imshow(rgb_uint8(image))
         axes[i, 0].set_ylabel(f"{row_label} {i + 1}")
         for j in range(heads):
-            axes[i, j + 1].imshow(heatmap_overlay(image, maps[i, j], size=size))
+            overlay = heatmap_overlay(image, maps[i, j], size=size, limits=limits)
+            axes[i, j + 1].imshow(overlay)
             if i == 0:
                 axes[i, j + 1].set_title(f"head {j + 1}")
     for ax in axes.flat:

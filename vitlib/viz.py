@@ -39,11 +39,13 @@ def rgb_uint8(image) -> np.ndarray:
 
 # %% ../notebooks/08a_attention_drawing.ipynb #c017
 def heatmap_overlay(
-    image, heat, alpha: float = 0.5, colormap: str = "inferno", size=None
+    image, heat, alpha: float = 0.5, colormap: str = "inferno", size=None, limits=None
 ) -> np.ndarray:
     """A patch-grid map blended over its image with OpenCV: the map (h, w) is resized to
     the image (bilinear), scaled to 0..255, coloured and mixed in with weight `alpha`.
-    `size` (H, W) enlarges both for display. Returns an (H, W, 3) uint8 RGB array."""
+    `size` (H, W) enlarges both for display. `limits` (low, high) scales from low to high
+    instead of the map's own range: maps that are compared share one scale. Returns an
+    (H, W, 3) uint8 RGB array."""
     cv2 = _cv2()
     rgb = rgb_uint8(image)
     if size is not None:  # OpenCV sizes are (width, height)
@@ -55,8 +57,9 @@ def heatmap_overlay(
     if heat.ndim != 2:
         raise ValueError(f"map of shape {heat.shape}: expected one (h, w) grid")
     heat = cv2.resize(heat, (width, height), interpolation=cv2.INTER_LINEAR)
-    span = heat.max() - heat.min()
-    heat = (heat - heat.min()) / span if span > 0 else np.zeros_like(heat)
+    low, high = (heat.min(), heat.max()) if limits is None else limits
+    span = high - low
+    heat = np.clip((heat - low) / span, 0, 1) if span > 0 else np.zeros_like(heat)
     name = f"COLORMAP_{colormap.upper()}"
     if not hasattr(cv2, name):
         raise ValueError(f"colormap={colormap!r}: OpenCV has no {name}")
@@ -65,14 +68,15 @@ def heatmap_overlay(
     return cv2.addWeighted(colour, alpha, rgb, 1 - alpha, 0)
 
 # %% ../notebooks/08a_attention_drawing.ipynb #c021a
-def plot_overlays(images, maps, titles, ncols: int = 6, size=(112, 112)):
+def plot_overlays(images, maps, titles, ncols: int = 2, size=(112, 112)):
     """Images (b, c, H, W) side by side with their maps (b, h, w) blended over them:
-    two panels per example, `titles` under each pair. Returns the figure."""
+    two panels per example, `ncols` examples a row, `titles` above each pair. Each panel
+    is about 2 inches wide, so a page shows it large. Returns the figure."""
     import matplotlib.pyplot as plt
 
     b = len(images)
     nrows = -(-b // ncols)  # rounded up
-    figsize = (2.2 * ncols, 1.55 * nrows)
+    figsize = (2 * 2.0 * ncols, 2.3 * nrows)
     fig, axes = plt.subplots(nrows, 2 * ncols, figsize=figsize, squeeze=False)
     for ax in axes.flat:
         ax.axis("off")
