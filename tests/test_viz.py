@@ -56,6 +56,11 @@ def test_overlay_blends_map_and_image():
     assert (only_map[-1, -1] == inferno[0]).all()  # its minimum: the bottom
     flat = heatmap_overlay(image, torch.ones(2, 2), alpha=1.0)  # a constant map: no NaN
     assert (flat == inferno[0]).all()
+    # compared maps share a scale: a weak map stays dark instead of filling the colour range
+    weak = heatmap_overlay(image, heat * 0.1, alpha=1.0, limits=(0.0, 1.0))
+    shade = [i for i in range(256) if (inferno[i] == weak[0, 0]).all()]
+    assert shade and 0 < shade[0] <= round(0.1 * 255)  # at most a tenth of the way up
+    assert (heatmap_overlay(image, heat * 0.1, alpha=1.0)[0, 0] == inferno[255]).all()
 
 
 def test_overlay_errors():
