@@ -80,15 +80,21 @@ def similarity_grid(table: torch.Tensor, grid) -> torch.Tensor:
     return rearrange(unit @ unit.T, "(r c) (i j) -> r c i j", r=h, c=w, i=h, j=w)
 
 
-def show_similarity_grid(table: torch.Tensor, grid, ax=None, title: str = ""):
-    """Draw similarity_grid(table, grid) as the ViT paper does: an h x w grid of h x w maps."""
+def show_similarity_grid(
+    table: torch.Tensor, grid, ax=None, title: str = "", limits=None
+):
+    """Draw similarity_grid(table, grid) as the ViT paper does: an h x w grid of h x w maps.
+    Colours span the maps' min..max, or `limits` (low, high): one scale for panels that
+    are compared, such as (-1, 1), the whole range of a cosine similarity."""
     import matplotlib.pyplot as plt
 
     maps = F.pad(similarity_grid(table, grid), (0, 1, 0, 1), value=float("nan"))  # gaps
     mosaic = rearrange(maps, "r c i j -> (r i) (c j)")
     ax = ax if ax is not None else plt.gca()
-    # colours span min..max
-    image = ax.imshow(mosaic, cmap="viridis", interpolation="nearest")
+    low, high = limits if limits is not None else (None, None)
+    image = ax.imshow(
+        mosaic, cmap="viridis", interpolation="nearest", vmin=low, vmax=high
+    )
     ax.set_title(title)
     ax.set_xticks([])
     ax.set_yticks([])
