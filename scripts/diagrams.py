@@ -151,6 +151,15 @@ def square(ax, x, y, s, kind, text="", size=9, light=False):
         )
 
 
+def picture(ax, x, y, cells: int, step: float, size: float):
+    """An image as a checkerboard of patches: cells x cells squares of side `size`, `step`
+    apart, from (x, y) at the bottom left."""
+    for r in range(cells):
+        for c in range(cells):
+            light = (r + c) % 2 == 0
+            square(ax, x + c * step, y + r * step, size, "patch", light=light)
+
+
 def arrow(ax, start, end, kind="ink", style="-|>", width=1.4, curve=0.0):
     ax.add_patch(
         FancyArrowPatch(
@@ -275,12 +284,7 @@ def draw_vit():
         ),
     ]
     # the image: a grid of patches
-    for r in range(4):  # square, as 224 x 224 is
-        for c in range(4):
-            light = (r + c) % 2 == 0
-            square(
-                ax, mid - 0.44 + c * 0.22, 7.52 + r * 0.22, 0.21, "patch", light=light
-            )
+    picture(ax, mid - 0.44, 7.52, 4, 0.22, 0.21)  # square, as 224 x 224 is
     label(ax, mid - 0.8, 7.95, "image", ha="right")
     label(ax, x0 + w + 0.15, 7.95, "(b, 3, 224, 224)", ha="left", size=9, colour="norm")
     arrow(ax, (mid, 7.45), (mid, 7.12))
@@ -694,16 +698,7 @@ def draw_flatten_order():
 def draw_patch_embed():
     fig, ax = canvas(9.6, 4.2)
     # the image, shared by both paths
-    for r in range(3):
-        for c in range(3):
-            square(
-                ax,
-                4.25 + c * 0.37,
-                2.95 + r * 0.37 - 0.05,
-                0.35,
-                "patch",
-                light=(r + c) % 2 == 0,
-            )
+    picture(ax, 4.25, 2.9, 3, 0.37, 0.35)
     label(ax, 4.8, 2.7, "(b, c, H, W)", size=9, colour="norm")
     # left: patchify, then Linear
     arrow(ax, (4.15, 3.3), (1.9, 3.08))
@@ -1241,16 +1236,7 @@ def draw_masked_prediction():
 def draw_roadmap():
     fig, ax = canvas(9.6, 4.3)
     # the model's path, left to right
-    for r in range(3):
-        for c in range(3):
-            square(
-                ax,
-                0.45 + c * 0.3,
-                2.55 + r * 0.3,
-                0.28,
-                "patch",
-                light=(r + c) % 2 == 0,
-            )
+    picture(ax, 0.45, 2.55, 3, 0.3, 0.28)
     label(ax, 0.88, 2.35, "an image", size=9)
     steps = [  # (x, width, text, kind, chapter)
         (1.6, 1.25, "patches\n→ tokens", "patch", "1"),

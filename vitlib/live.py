@@ -92,10 +92,9 @@ def to_onnx(model: ViT, path, opset: int = OPSET, metadata: dict = None) -> Path
     optimizer_log.setLevel(logging.ERROR)
     try:
         with evaluating(model):  # page 6b: eval mode inside, the mode it had after
+            wrapped = WithAttention(model).eval()  # the wrapper has a mode of its own
             program = torch.onnx.export(
-                WithAttention(
-                    model
-                ).eval(),  # the wrapper too: it has a mode of its own
+                wrapped,
                 (example,),
                 input_names=["images"],
                 output_names=["logits", "attention"],

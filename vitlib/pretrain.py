@@ -157,9 +157,8 @@ class MaskedLoss:
         self.ratio, self.seed, self.generator = ratio, seed, None
 
     def __call__(self, model, images, labels, config) -> tuple:
-        model = getattr(
-            model, "_orig_mod", model
-        )  # under torch.compile, the model inside
+        # under torch.compile, the model inside its wrapper
+        model = getattr(model, "_orig_mod", model)
         if self.generator is None:
             self.generator = torch.Generator(images.device).manual_seed(self.seed)
         n, device = model.config.num_patches, images.device
