@@ -1,5 +1,8 @@
 """vitlib.checks: right answers pass, wrong ones get a verdict (and raise in strict mode)."""
 
+import subprocess
+import sys
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -123,15 +126,37 @@ def test_compare_takes_tuples_part_by_part():
     assert not checks.compare(a, (a, b))[0]
 
 
+def test_each_check_lives_where_homes_says():
+    import importlib
+
+    for module, names in checks.HOMES.items():
+        found = importlib.import_module(f"vitlib.checks.{module}")
+        made = [n for n in found.__all__ if n.startswith("check_")]
+        assert made == list(names), module
+        # and the package finds each one there, for `checks.check_...`
+        assert all(getattr(checks, n) is getattr(found, n) for n in names)
+    assert set(dir(checks)) >= {n for names in checks.HOMES.values() for n in names}
+    with pytest.raises(AttributeError):
+        _ = checks.check_nothing_of_the_kind
+
+
+def test_a_chapter_s_checks_load_without_the_training_code():
+    code = (
+        "import sys; from vitlib import checks; checks.check_masked_attention; "
+        "loaded = sorted(m for m in sys.modules if m.startswith('vitlib.checks.')); "
+        "assert loaded == ['vitlib.checks.attention'], loaded; "
+        "assert 'vitlib.train' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def test_checks_are_named_by_exercise_in_exercise_order():
     import inspect
     import re
 
     import vitlib
 
-    names = [
-        n for n in checks.__all__ if n.startswith("check_") and n != "check_function"
-    ]
+    names = [n for names in checks.HOMES.values() for n in names]
     # every check says its exercise first in its docstring
     numbers = [
         re.match(r"Exercise (\d+)([a-z]?)\.(\d+)", inspect.getdoc(getattr(checks, n)))
@@ -151,7 +176,7 @@ def test_checks_are_named_by_exercise_in_exercise_order():
 
 
 def _unpatchify_bug(patches, patch_size, grid):
-    return checks._unpatchify_grid_swapped(patches, patch_size, grid)
+    return checks.helper("patches._unpatchify_grid_swapped")(patches, patch_size, grid)
 
 
 def _unsigned_components(weight, k):  # the student's version: no sign convention
@@ -161,27 +186,67 @@ def _unsigned_components(weight, k):  # the student's version: no sign conventio
 
 MISCONCEPTIONS = [  # (check, an answer that commits the mistake, words of its name)
     (checks.check_fixed_unpatchify, _unpatchify_bug, "grid order"),
-    (checks.check_fixed_resize, checks._resize_without_cls, "[:, :0]"),
-    (checks.check_masked_attention, checks._masked_softmax_over_queries, "wrong axis"),
-    (checks.check_fixed_attention, checks._softmax_over_queries, "wrong axis"),
-    (checks.check_fixed_layer_norm, checks._layer_norm_over_batch, "batch axis"),
-    (checks.check_fixed_normalise, checks._normalise_in_pixel_units, "units"),
-    (checks.check_fixed_confusion, checks._confusion_transposed, "swapped"),
-    (checks.check_fixed_mixup, checks._mixup_class_numbers, "class numbers"),
+    (
+        checks.check_fixed_resize,
+        checks.helper("positions._resize_without_cls"),
+        "[:, :0]",
+    ),
+    (
+        checks.check_masked_attention,
+        checks.helper("attention._masked_softmax_over_queries"),
+        "wrong axis",
+    ),
+    (
+        checks.check_fixed_attention,
+        checks.helper("attention._softmax_over_queries"),
+        "wrong axis",
+    ),
+    (
+        checks.check_fixed_layer_norm,
+        checks.helper("block._layer_norm_over_batch"),
+        "batch axis",
+    ),
+    (
+        checks.check_fixed_normalise,
+        checks.helper("data._normalise_in_pixel_units"),
+        "units",
+    ),
+    (
+        checks.check_fixed_confusion,
+        checks.helper("loop._confusion_transposed"),
+        "swapped",
+    ),
+    (
+        checks.check_fixed_mixup,
+        checks.helper("ablations._mixup_class_numbers"),
+        "class numbers",
+    ),
     (
         checks.check_smoothed_cross_entropy,
-        checks._smoothing_over_other_classes,
+        checks.helper("ablations._smoothing_over_other_classes"),
         "other classes",
     ),
-    (checks.check_fixed_upsample, checks._upsample_height_width, "OpenCV"),
-    (checks.check_fixed_rollout_step, checks._rollout_without_keepdim, "keepdim"),
+    (
+        checks.check_fixed_upsample,
+        checks.helper("viz._upsample_height_width"),
+        "OpenCV",
+    ),
+    (
+        checks.check_fixed_rollout_step,
+        checks.helper("rollout._rollout_without_keepdim"),
+        "keepdim",
+    ),
     (checks.check_fixed_principal_filters, _unsigned_components, "not centred"),
     (
         checks.check_hard_distillation_loss,
-        checks._distillation_smoothed_twice,
+        checks.helper("cnn._distillation_smoothed_twice"),
         "distillation head",
     ),
-    (checks.check_fixed_masked_mse, checks._loss_over_every_patch, "every patch"),
+    (
+        checks.check_fixed_masked_mse,
+        checks.helper("pretrain._loss_over_every_patch"),
+        "every patch",
+    ),
 ]
 
 
@@ -201,3 +266,26 @@ def test_a_known_mistake_is_named_with_its_section(
 def test_a_wrong_answer_that_is_no_known_mistake_names_none(lenient, capsys):
     assert not checks.check_fixed_attention(lambda q, k, v: v * 2)
     assert "mistake:" not in capsys.readouterr().out
+
+
+def test_an_answer_that_calls_the_library_function_it_replaces_fails(lenient, capsys):
+    # the declared checks whose reference is the very library function the student rewrites
+    import importlib
+
+    checked = 0
+    for names in checks.HOMES.values():
+        for name in names:
+            check = getattr(checks, name)
+            reference = getattr(check, "reference", None)
+            dotted = f"{getattr(reference, '__module__', '')}.{getattr(reference, '__name__', '')}"
+            if dotted not in getattr(check, "forbid", ()):
+                continue
+            module, _, attr = dotted.rpartition(".")
+
+            def answer(*case, module=module, attr=attr):
+                return getattr(importlib.import_module(module), attr)(*case)
+
+            assert not check(answer), name
+            assert "write this one yourself" in capsys.readouterr().out, name
+            checked += 1
+    assert checked >= 5, checked

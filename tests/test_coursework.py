@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from vitlib import checks
+from vitlib.checks.attention import ATTENTION_SHORTCUTS, SOFTMAX
 from vitlib.rollout import patch_distances
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -281,7 +282,7 @@ HARMS = {  # one submission that tries each harm, an exercise at a time
     "ex3_4-answer": "import os, signal\nos.killpg(0, signal.SIGKILL)",
     "ex3_5-answer": "import glob, pathlib, socket, os\nSEEN = []\n"
     "for path in [*glob.glob('{others}/*/*'), *glob.glob('{root}/_build/*/*'),\n"
-    "             '{root}/vitlib/checks.py', '{root}/notebooks/new.txt', os.path.expanduser('~/.bashrc')]:\n"
+    "             '{root}/vitlib/checks/__init__.py', '{root}/notebooks/new.txt', os.path.expanduser('~/.bashrc')]:\n"
     "    try:\n        SEEN.append(open(path).read()[:10])\n        open(path, 'a').write('#')\n"
     "    except OSError:\n        pass\n"
     "try:\n    socket.create_connection(('127.0.0.1', {port}), timeout=2).sendall(os.environ.get('VITLIB_CHECK_SEED', 'none').encode())\n"
@@ -607,7 +608,7 @@ CAPTURES = [  # ways to keep a forbidden function, each caught by name
 
 @pytest.mark.parametrize("answer", CAPTURES)
 def test_captured_library_functions_are_found_in_the_source(answer):
-    forbid = checks.ATTENTION_SHORTCUTS + checks.SOFTMAX
+    forbid = ATTENTION_SHORTCUTS + SOFTMAX
     assert source_rules.violations([answer], forbid), answer
 
 
@@ -615,7 +616,7 @@ def test_a_helper_bound_in_a_loop_in_another_cell_is_read_too():
     helper = "for KIT in [[torch.softmax]]:\n    pass"
     answer = "def f(q, k, v):\n    return KIT[0](q @ k.mT, -1) @ v"
     reached = source_rules.reached([answer], [helper])
-    assert source_rules.violations(reached, checks.SOFTMAX)
+    assert source_rules.violations(reached, SOFTMAX)
 
 
 @pytest.mark.parametrize(
@@ -655,7 +656,7 @@ def test_a_helper_in_another_answer_cell_is_read_too():
     answer = "def f(q, k, v):\n    return my_softmax(q @ k.mT) @ v"
     reached = source_rules.reached([answer], [helper, "def unrelated():\n    pass"])
     assert len(reached) == 2
-    assert source_rules.violations(reached, checks.SOFTMAX)
+    assert source_rules.violations(reached, SOFTMAX)
 
 
 @pytest.mark.sandbox
@@ -765,9 +766,7 @@ HONEST = [  # answers a student may well write: no rule may flag them
 @pytest.mark.parametrize("answer", HONEST)
 def test_honest_answers_are_not_flagged(answer):
     assert not source_rules.tampering(answer), answer
-    assert not source_rules.violations(
-        [answer], checks.ATTENTION_SHORTCUTS + checks.SOFTMAX
-    )
+    assert not source_rules.violations([answer], ATTENTION_SHORTCUTS + SOFTMAX)
 
 
 def test_a_later_or_unrelated_cell_is_not_read_with_an_exercise():
@@ -777,9 +776,7 @@ def test_a_later_or_unrelated_cell_is_not_read_with_an_exercise():
     )
     other += "    return (q @ k.mT / q.shape[-1] ** 0.5).softmax(dim=-1) @ v"
     reached = source_rules.reached([own], [other])
-    assert not source_rules.violations(
-        reached, checks.ATTENTION_SHORTCUTS + checks.SOFTMAX
-    )
+    assert not source_rules.violations(reached, ATTENTION_SHORTCUTS + SOFTMAX)
 
 
 @pytest.mark.sandbox

@@ -33,9 +33,10 @@ def test_vitlib_is_what_the_notebooks_export():
         shutil.copytree(ROOT / "notebooks", copy)
         order = [copy / p.name for p in export.reading_order()]
         export.export(order, Path(tmp, "vitlib"))
-        made = {p.name for p in Path(tmp, "vitlib").glob("*.py")}
+        made = {str(p.relative_to(tmp)) for p in Path(tmp, "vitlib").rglob("*.py")}
         assert made, "the notebooks exported nothing"
-        have = {p.name for p in (ROOT / "vitlib").glob("*.py")} - {"__init__.py"}
+        have = {str(p.relative_to(ROOT)) for p in (ROOT / "vitlib").rglob("*.py")}
+        have -= {"vitlib/__init__.py"}
         assert have == made, (
             f"modules without a notebook: {sorted(have - made)}; "
             f"not exported yet: {sorted(made - have)}"
@@ -43,30 +44,50 @@ def test_vitlib_is_what_the_notebooks_export():
         stale = [
             name
             for name in sorted(made)
-            if not filecmp.cmp(Path(tmp, "vitlib", name), ROOT / "vitlib" / name, False)
+            if not filecmp.cmp(Path(tmp, name), ROOT / name, False)
         ]
         assert not stale, (
-            f"vitlib/{stale} differ from the notebooks: run `make export` "
+            f"{stale} differ from the notebooks: run `make export` "
             "(never edit them by hand)"
         )
 
 
-def test_one_module_per_notebook():
-    # nbdev writes only a notebook's default_exp module afresh; `#| export other` would append
+def _exports() -> dict:
+    """{module: the notebooks that export into it}, from #| default_exp and #| export NAME."""
+    found = {}
     for notebook in export.reading_order():
         for cell in json.loads(notebook.read_text())["cells"]:
             first = "".join(cell["source"]).split("\n")[0].split()
-            if cell["cell_type"] == "code" and first[:2] == ["#|", "export"]:
-                assert len(first) == 2, (
-                    f"{notebook.name}: `{' '.join(first)}` exports into a second "
-                    "module; split the page instead (5a, 5b)"
-                )
+            if cell["cell_type"] != "code" or first[:1] != ["#|"]:
+                continue
+            if first[1:2] == ["default_exp"] or (
+                first[1:2] == ["export"] and first[2:]
+            ):
+                found.setdefault(first[2], set()).add(notebook.name)
+    return found
+
+
+def test_each_module_is_written_by_one_notebook():
+    # each module is written afresh by its notebook: two notebooks would overwrite each other
+    exports = _exports()
+    shared = {m: sorted(n) for m, n in exports.items() if len(n) > 1}
+    assert not shared, f"modules exported by several notebooks: {shared}"
+    # a page exports one module (a second one means a split, as 5a and 5b); appendix B
+    # writes the checks' core and one module of checks for each page
+    per_notebook = {}
+    for module, notebooks in exports.items():
+        per_notebook.setdefault(notebooks.pop(), []).append(module)
+    for notebook, modules in per_notebook.items():
+        if notebook == "appendix_b_checks.ipynb":
+            assert all(m.startswith("checks.") for m in modules) and len(modules) > 10
+        else:
+            assert len(modules) == 1, f"{notebook} exports {modules}: split the page"
 
 
 def test_generated_modules_say_so_and_init_is_hand_written():
-    for module in (ROOT / "vitlib").glob("*.py"):
+    for module in (ROOT / "vitlib").rglob("*.py"):
         first = module.read_text().splitlines()[0]
-        if module.name == "__init__.py":
+        if module == ROOT / "vitlib" / "__init__.py":
             assert not first.startswith(HEADER)
         else:
             assert first.startswith(HEADER), f"{module.name} lacks nbdev's header"
@@ -76,7 +97,7 @@ def test_vitlib_imports_itself_at_the_top():
     # imports inside functions are for optional packages only (OpenCV, scikit-image, ...)
     import ast
 
-    for module in (ROOT / "vitlib").glob("*.py"):
+    for module in (ROOT / "vitlib").rglob("*.py"):
         for node in ast.walk(ast.parse(module.read_text())):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 inner = [
@@ -92,8 +113,8 @@ def test_vitlib_imports_itself_relatively():
     # nbdev rewrites `from vitlib.x import y` only when the import fits on one line
     import ast
 
-    for module in (ROOT / "vitlib").glob("*.py"):
-        if module.name == "__init__.py":
+    for module in (ROOT / "vitlib").rglob("*.py"):
+        if module == ROOT / "vitlib" / "__init__.py":
             continue
         absolute = [
             node.lineno
@@ -127,12 +148,28 @@ def test_no_module_imports_a_module_of_a_later_page():
     assert {"model", "cnn", "train", "pretrain"} <= set(pages)
     later = []
     for module, page in pages.items():
-        if module in APPENDICES:
+        if module.split(".")[0] in APPENDICES:
             continue
         source = (ROOT / "vitlib" / f"{module}.py").read_text()
         for imported in re.findall(r"^from \.(\w+) import", source, re.MULTILINE):
             if imported not in APPENDICES and pages[imported] > page:
                 later.append(f"{module} imports {imported}")
+    assert not later, later
+
+
+def test_each_page_s_checks_import_only_that_page_and_earlier_ones():
+    # `checks.check_masked_attention` loads the checks of chapter 3: they may use chapters 1-3
+    pages = _page_of_each_module()
+    modules = [m for m in pages if not m.startswith("checks")]
+    homes = {p.stem for p in (ROOT / "vitlib" / "checks").glob("*.py")} - {"__init__"}
+    assert homes and homes <= set(modules)
+    later = []
+    for home in homes:
+        source = (ROOT / "vitlib" / "checks" / f"{home}.py").read_text()
+        imported = re.findall(r"^from \.\.?(\w*) import", source, re.MULTILINE)
+        for name in imported:  # `from . import verdict` is the core: name ""
+            if name and name not in APPENDICES and pages[name] > pages[home]:
+                later.append(f"checks.{home} imports {name}")
     assert not later, later
 
 

@@ -37,6 +37,27 @@ def limit(limits: dict):
             resource.setrlimit(kind, (value, value))
 
 
+def private_checks(checks):
+    """A private copy of the package vitlib.checks, every chapter's module included, for the
+    work done here (forbidden functions, in-place helpers). It is registered in sys.modules
+    only while it loads, so that its modules import each other; the answers can reach
+    vitlib.checks by name, not this copy."""
+    name = "vitlib._grading"
+    spec = importlib.util.spec_from_file_location(
+        name, checks.__file__, submodule_search_locations=list(checks.__path__)
+    )
+    private = importlib.util.module_from_spec(spec)
+    sys.modules[name] = private
+    try:
+        spec.loader.exec_module(private)
+        for module in private.HOMES:
+            private.chapter(module)
+    finally:
+        for loaded in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+            del sys.modules[loaded]
+    return private
+
+
 def main():
     fd_in, fd_out = int(sys.argv[1]), int(sys.argv[2])
     limit(json.loads(sys.argv[3]))
@@ -46,12 +67,7 @@ def main():
 
     import vitlib.checks as checks
 
-    # a private copy of the checks for the work done here (forbidden functions, in-place
-    # helpers): the answers can reach vitlib.checks by name, not this copy
-    spec = importlib.util.spec_from_file_location("vitlib._grading", checks.__file__)
-    private = importlib.util.module_from_spec(spec)
-    private.__package__ = "vitlib"
-    spec.loader.exec_module(private)
+    private = private_checks(checks)
 
     shell = InteractiveShell.instance()
     shell.display_formatter.active_types = ["text/plain"]
@@ -102,7 +118,7 @@ def main():
         elif op == "call":
             fn = shell.user_ns.get(message["name"], _Missing(message["name"]))
             helper = (
-                getattr(private, message["helper"]) if message.get("helper") else None
+                private.helper(message["helper"]) if message.get("helper") else None
             )
             try:
                 with private.forbidden(fn, *message.get("forbid", ())):
