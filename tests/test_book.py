@@ -145,7 +145,8 @@ print(vitlib.from_timm(vitlib.to_timm_state_dict(model))(torch.rand(2, 1, 28, 28
 import tempfile
 from vitlib.data import ImageData
 from vitlib.loop import TrainConfig
-from vitlib.train import load_checkpoint, train
+from vitlib.checkpoint import load_checkpoint
+from vitlib.train import train
 images = torch.randint(0, 256, (64, 1, 28, 28), dtype=torch.uint8)
 labels = torch.arange(64) % 10
 data = ImageData("random", tuple("abcdefghij"), images, labels, images, labels, (0.5,), (0.25,))

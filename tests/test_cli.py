@@ -1,4 +1,4 @@
-"""Bad input meets clear answers (pages 1, 5a, 6b and 6c): every bad flag or value of
+"""Bad input meets clear answers (pages 1, 5a, 6b, 6c and 6d): every bad flag or value of
 `python -m vitlib.train` ends in one `error:` line that names the flag, its value and the
 fix, with argparse's exit status 2 and no traceback; configs and models refuse wrong kinds of
 values and images; crafted checkpoints are refused before anything is built; a new run never
@@ -19,21 +19,17 @@ from safetensors.torch import save_file
 from test_loop import random_data
 
 from vitlib import train as vt
+from vitlib.checkpoint import (
+    FORMAT,
+    NotACheckpoint,
+    checkpoints,
+    load_checkpoint,
+    save_checkpoint,
+)
 from vitlib.cnn import HelpedViT, HelpedViTConfig
 from vitlib.loop import TrainConfig
 from vitlib.model import ViTConfig, create_vit
-from vitlib.train import (
-    FORMAT,
-    Diverged,
-    NotACheckpoint,
-    RunRefused,
-    checkpoints,
-    load_checkpoint,
-    main,
-    run_lock,
-    save_checkpoint,
-    train,
-)
+from vitlib.train import Diverged, RunRefused, main, run_lock, train
 
 ROOT = Path(__file__).resolve().parents[1]
 PROG = "python -m vitlib.train: error: "

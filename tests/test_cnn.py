@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 from test_loop import random_data
 
+from vitlib.checkpoint import load_checkpoint, save_checkpoint
 from vitlib.cnn import (
     ConvStem,
     Distillation,
@@ -22,7 +23,7 @@ from vitlib.cnn import (
 )
 from vitlib.loop import RECIPES, TrainConfig
 from vitlib.model import ViT, build_model, create_vit
-from vitlib.train import load_checkpoint, load_teacher, main, save_checkpoint, train
+from vitlib.train import load_teacher, main, train
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPE = dict(patch_size=7, dim=32, depth=2, heads=2, mlp_dim=64)

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from vitlib.cnn import STEM, HelpedViT, HelpedViTConfig, ResNet
-from vitlib.loop import parameter_groups
+from vitlib.loop import parameter_groups, unwrapped
 from vitlib.model import ViT, ViTConfig, parameter_counts
 from vitlib.pretrain import MaskedViT, MaskedViTConfig
 from vitlib.pretrained import FastViT
@@ -64,6 +64,22 @@ def test_no_learned_token_or_position_decays(name):
     assert own <= kept and not own & decayed
     assert all(model.get_parameter(n).ndim >= 2 for n in decayed)
     assert kept | decayed == set(names.values())
+
+
+@pytest.mark.parametrize("wrap", ["compiled", "data parallel", "both"])
+def test_a_wrapped_model_keeps_its_no_decay_group(wrap):
+    # torch.compile and data parallelism wrap the model and prefix its parameters' names
+    # (_orig_mod., module.): the groups must still follow the model's own no_weight_decay
+    model = MODELS["HelpedViT stem=() distilled=True"]
+    wrapped = {
+        "compiled": lambda m: torch.compile(m),
+        "data parallel": lambda m: torch.nn.DataParallel(m, device_ids=[]),
+        "both": lambda m: torch.compile(torch.nn.DataParallel(m, device_ids=[])),
+    }[wrap](model)
+    assert unwrapped(wrapped) is model
+    plain = [[id(p) for p in g["params"]] for g in parameter_groups(model, 0.05)]
+    through = [[id(p) for p in g["params"]] for g in parameter_groups(wrapped, 0.05)]
+    assert through == plain and id(model.dist_token) in plain[1]
 
 
 def test_the_learned_tokens_of_each_model_are_named():

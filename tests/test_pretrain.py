@@ -9,14 +9,17 @@ from dataclasses import replace
 import pytest
 import timm
 import torch
+import torch.nn.functional as F
 from test_loop import random_data
 
-from vitlib.loop import TrainConfig
+from vitlib.checkpoint import load_checkpoint, save_checkpoint
+from vitlib.loop import TrainConfig, parameter_groups
 from vitlib.model import ViT, ViTConfig, create_vit
 from vitlib.patches import patchify, unpatchify
 from vitlib.pretrain import (
     MaskedViT,
     MaskedViTConfig,
+    Resized,
     fine_tune_pretrained,
     freeze_encoder,
     hidden_count,
@@ -29,7 +32,6 @@ from vitlib.pretrain import (
     random_mask,
     reconstruct,
 )
-from vitlib.train import load_checkpoint, save_checkpoint
 
 SHAPE = dict(img_size=28, in_channels=1, patch_size=7, dim=32, depth=2, heads=2)
 SHAPE |= dict(mlp_dim=64)
@@ -184,7 +186,7 @@ def test_without_vitlib_pretrain_a_masked_checkpoint_says_what_to_import(tmp_pat
     folder = save_checkpoint(tmp_path, MaskedViT(**SHAPE), epoch=1)
     code = (
         "import sys\n"
-        "from vitlib.train import load_checkpoint\n"
+        "from vitlib.checkpoint import load_checkpoint\n"
         "try:\n"
         f"    load_checkpoint({str(folder)!r})\n"
         "except ValueError as error:\n"
@@ -265,7 +267,7 @@ def test_a_linear_probe_trains_the_head_only():
 
 def test_the_colab_cell_runs_on_a_random_timm_vit_b16():
     """The code after the downloads, on a timm ViT-B/16 with random weights: from_timm,
-    resizing to 224, normalising, SGD steps, accuracy before and after."""
+    Resized to 224 and normalised, steps of train, accuracy before and after."""
     torch.manual_seed(0)
     net = timm.create_model("vit_base_patch16_224", pretrained=False, num_classes=10)
     g = torch.Generator().manual_seed(0)
@@ -285,6 +287,30 @@ def test_the_colab_cell_runs_on_a_random_timm_vit_b16():
     assert model.config.num_classes == 10 and model.config.img_size == 224
     assert 0 <= result["before"] <= 1 and 0 <= result["after"] <= 1
     assert not torch.equal(model.head.weight.detach(), before)  # it trained
+
+
+def test_resized_reads_the_loaders_small_images_as_the_weights_expect():
+    # the loader normalises with the data's statistics; the model wants its own, at its size
+    torch.manual_seed(0)
+    model = ViT(
+        ViTConfig(img_size=16, patch_size=4, in_channels=3, dim=16, depth=1, heads=2)
+    )
+    data = replace(random_data(4), mean=(0.5, 0.4, 0.3), std=(0.2, 0.25, 0.3))
+    wrapped = Resized(
+        model, data, mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225)
+    )
+    pixels = torch.rand(2, 3, 8, 8)  # in [0, 1], as the dataset stores them (over 255)
+    column = lambda v: torch.tensor(v).view(1, -1, 1, 1)  # noqa: E731
+    loaded = (pixels - column(data.mean)) / column(data.std)
+    expected = F.interpolate(pixels, size=(16, 16), mode="bilinear")
+    expected = (expected - column((0.485, 0.456, 0.406))) / column(
+        (0.229, 0.224, 0.225)
+    )
+    torch.testing.assert_close(wrapped(loaded), model(expected))
+    # the optimizer asks the wrapper: the model's own tokens still do not decay
+    assert wrapped.no_weight_decay() == {"model.cls_token", "model.pos_embed"}
+    _, no_decay = parameter_groups(wrapped, 0.05)
+    assert any(p is model.cls_token for p in no_decay["params"])
 
 
 def test_a_fast_path_checkpoint_gives_its_encoder_too(tmp_path):

@@ -163,7 +163,7 @@ def test_chapter_page(server, browser, notebook):
     machinery = [c for c in code if re.search(r"^\s*(#\||# NBVAL_)", c, re.M)]
     assert not machinery, f"a code cell shows a directive line: {machinery[0][:80]!r}"
 
-    if has_figure(notebook):  # 6c, the machinery page, has none
+    if has_figure(notebook):  # 6c and 6d, the machinery pages, have none
         loaded = wait_for(
             browser,
             """

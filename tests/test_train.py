@@ -1,4 +1,4 @@
-"""vitlib.train (page 6c): exact repeats and resumes, checkpoints that survive a crash and never
+"""vitlib.train and vitlib.checkpoint (pages 6c and 6d): exact repeats and resumes, checkpoints that survive a crash and never
 unpickle, clear errors (junk files, other configs, divergence), the precision per GPU, the
 command line, and a two-process torchrun run on the CPU."""
 
@@ -18,19 +18,16 @@ import torch
 from test_loop import random_data
 
 from vitlib import train as vt
+from vitlib.checkpoint import (
+    HISTORY_KEYS,
+    checkpoints,
+    load_checkpoint,
+    save_checkpoint,
+)
 from vitlib.data import fashion_mnist
 from vitlib.loop import TrainConfig, evaluate
 from vitlib.model import create_vit
-from vitlib.train import (
-    Diverged,
-    checkpoints,
-    first_non_finite,
-    load_checkpoint,
-    main,
-    precision,
-    save_checkpoint,
-    train,
-)
+from vitlib.train import Diverged, first_non_finite, main, precision, train
 from vitlib.utils import amp_dtype, grad_scaler
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,7 +73,7 @@ def test_seeded_runs_repeat_exactly(small):
         runs.append((model, train(model, small, CONFIG, progress=False)))
     assert _same_weights(runs[0][0], runs[1][0])
     assert _without_timing(runs[0][1]) == _without_timing(runs[1][1])
-    assert len(runs[0][1]["epoch"]) == 3 and set(runs[0][1]) == set(vt.HISTORY_KEYS)
+    assert len(runs[0][1]["epoch"]) == 3 and set(runs[0][1]) == set(HISTORY_KEYS)
 
 
 @pytest.mark.parametrize("stop", [1, 2])
@@ -275,7 +272,7 @@ CRASH = textwrap.dedent(
     sys.path.insert(0, "tests")
     from test_loop import random_data
     from test_train import CONFIG, _model
-    from vitlib import train as vt
+    from vitlib import checkpoint as vc, train as vt
 
     where, out = sys.argv[1], sys.argv[2]
     calls = {"n": 0}
@@ -283,7 +280,7 @@ CRASH = textwrap.dedent(
     def kill(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGKILL)
 
-    save_file, rmtree = vt.save_file, shutil.rmtree
+    save_file, rmtree = vc.save_file, shutil.rmtree
 
     def save_and_die(tensors, filename, metadata=None):
         calls["n"] += 1
@@ -297,7 +294,7 @@ CRASH = textwrap.dedent(
             kill()
         rmtree(path, *args, **kwargs)
 
-    vt.save_file, vt.shutil.rmtree = save_and_die, rmtree_and_die
+    vc.save_file, vc.shutil.rmtree = save_and_die, rmtree_and_die
     torch.manual_seed(0)
     vt.train(_model(), random_data(320), CONFIG, out=out, progress=False)
     """

@@ -5,14 +5,14 @@ edit the notebook, never the module.
 
 Importing the package imports every chapter's module up to chapter 9, so that page 5a's
 model registry (`vitlib.model.ARCHITECTURES`) holds every class they define, whatever is
-imported first. Four modules are imported on demand, not here: `vitlib.train` (the training
-run with its checkpoints, and the command line `python -m vitlib.train`), and
-`vitlib.ablations`, `vitlib.pretrain` and `vitlib.checks`, which import it. Importing the
-training module with the package would make `python -m vitlib.train` warn that the module
-was imported twice. `vitlib.load_checkpoint`, `vitlib.save_checkpoint` and
-`vitlib.MaskedViT` import them on first use (and so fill the registry with every class);
-write `from vitlib.train import train`, `from vitlib.pretrain import MaskedViT` or
-`from vitlib import checks` as usual.
+imported first. Four modules are imported on demand, not here: `vitlib.train` (page 6d's
+training run and the command line `python -m vitlib.train`), and `vitlib.ablations`,
+`vitlib.pretrain` and `vitlib.checks`, which import it. Importing the training module with
+the package would make `python -m vitlib.train` warn that the module was imported twice.
+`vitlib.load_checkpoint`, `vitlib.save_checkpoint` (page 6c's `vitlib.checkpoint`) and
+`vitlib.MaskedViT` import vitlib.pretrain on first use, and so fill the registry with every
+class that a checkpoint may name; write `from vitlib.train import train`,
+`from vitlib.pretrain import MaskedViT` or `from vitlib import checks` as usual.
 """
 
 __version__ = "0.1.0"
@@ -20,6 +20,7 @@ __version__ = "0.1.0"
 from . import (
     attention,
     block,
+    checkpoint,
     cnn,
     data,
     live,
@@ -69,6 +70,7 @@ from .viz import heatmap_overlay, plot_overlays
 __all__ = [
     "attention",
     "block",
+    "checkpoint",
     "cnn",
     "data",
     "live",
@@ -133,8 +135,8 @@ __all__ = [
 
 # names of the modules imported on demand: (module, name); read by __getattr__ (PEP 562)
 _ON_DEMAND = {
-    "load_checkpoint": "train",
-    "save_checkpoint": "train",
+    "load_checkpoint": "checkpoint",
+    "save_checkpoint": "checkpoint",
     "MaskedViT": "pretrain",
 }
 
@@ -146,7 +148,7 @@ def __getattr__(name):
         raise AttributeError(f"module 'vitlib' has no attribute {name!r}")
     import importlib
 
-    importlib.import_module(".pretrain", __name__)  # imports vitlib.train as well
+    importlib.import_module(".pretrain", __name__)  # registers MaskedViT; imports vitlib.train
     return getattr(importlib.import_module(f".{_ON_DEMAND[name]}", __name__), name)
 
 

@@ -13,7 +13,7 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from .block import init_weights
-from .loop import RECIPES, Recipe, TrainConfig
+from .loop import RECIPES, Recipe, TrainConfig, unwrapped
 from .model import ViT, ViTConfig, check_config, register_model
 
 # %% ../notebooks/09_cnn_vs_vit.ipynb #c906
@@ -217,11 +217,9 @@ class Distillation:
         """(loss, logits): logits (b, classes) are the two heads averaged."""
         with torch.no_grad():
             taught = self.teacher(images).argmax(1)  # (b,): the teacher's hard labels
-        # under torch.compile, the model inside its wrapper
-        student = getattr(model, "_orig_mod", model)
-        both = student.logits_per_head(
-            student.forward_features(images)
-        )  # (b, 2, classes)
+        student = unwrapped(model)  # the model inside torch.compile's wrapper
+        tokens = student.forward_features(images)
+        both = student.logits_per_head(tokens)  # (b, 2, classes)
         smoothing = config.label_smoothing
         loss = F.cross_entropy(both[:, 0].float(), labels, label_smoothing=smoothing)
         loss = (loss + F.cross_entropy(both[:, 1].float(), taught)) / 2

@@ -2,8 +2,8 @@
 
 # %% auto #0
 __all__ = ['MINIMUM', 'PAIR_FIELDS', 'PRESETS', 'ARCHITECTURES', 'ViTConfig', 'check_config', 'check_field_types',
-           'position_table', 'ViT', 'create_vit', 'vit_tiny', 'vit_small', 'vit_base', 'vit_large', 'vit_fashion',
-           'vit_cifar', 'Architecture', 'register_model', 'build_model', 'parameter_counts']
+           'position_table', 'ViT', 'preset_config', 'create_vit', 'vit_tiny', 'vit_small', 'vit_base', 'vit_large',
+           'vit_fashion', 'vit_cifar', 'Architecture', 'register_model', 'build_model', 'parameter_counts']
 
 # %% ../notebooks/05a_vit.ipynb #c003
 import math
@@ -263,11 +263,16 @@ PRESETS = {
 }
 
 # %% ../notebooks/05a_vit.ipynb #c020p
-def create_vit(name: str, **changes) -> ViT:
-    """A ViT from a preset name (see PRESETS), with any config field changed by keyword."""
+def preset_config(name: str) -> ViTConfig:
+    """The config of a preset (see PRESETS), or a ValueError that lists the presets."""
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}: choose one of {sorted(PRESETS)}")
-    return ViT(PRESETS[name], **changes)
+    return PRESETS[name]
+
+
+def create_vit(name: str, **changes) -> ViT:
+    """A ViT from a preset name (see PRESETS), with any config field changed by keyword."""
+    return ViT(preset_config(name), **changes)
 
 
 def vit_tiny(**changes) -> ViT:
@@ -340,11 +345,7 @@ def build_model(name: str = "vit", preset: str = "fashion", **changes):
     if clash:
         raise ValueError(f"{name!r} sets {entry.fields}; {clash} needs another name")
     if issubclass(entry.config, ViTConfig):
-        if preset not in PRESETS:
-            raise ValueError(
-                f"unknown preset {preset!r}: choose one of {sorted(PRESETS)}"
-            )
-        values = asdict(PRESETS[preset])
+        values = asdict(preset_config(preset))
     return entry.model(entry.config(**{**values, **entry.fields, **changes}))
 
 

@@ -3,11 +3,11 @@
 # %% auto #0
 __all__ = ['ENCODER_FIELDS', 'hidden_count', 'random_mask', 'patch_targets', 'masked_mse', 'MaskedViTConfig', 'MaskedViT',
            'masked_loss', 'reconstruct', 'MaskedLoss', 'pretrain', 'load_encoder', 'labelled_subset', 'freeze_encoder',
-           'fine_tune_pretrained']
+           'Resized', 'fine_tune_pretrained']
 
 # %% ../notebooks/10_pretraining.ipynb #p003
+import functools
 import itertools
-import time
 from dataclasses import dataclass, replace
 
 import torch
@@ -15,14 +15,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from .block import init_weights
-from .data import ImageData, random_flip
-from .loop import TrainConfig, WarmupCosine, evaluating, train_step
+from .checkpoint import load_checkpoint
+from .data import ImageData
+from .loop import TrainConfig, evaluate, evaluating, unwrapped
 from .model import ViT, ViTConfig, register_model
 from .patches import pair, patchify, unpatchify
 from .positions import prepend_cls
 from .pretrained import FastViT, from_timm
-from .train import load_checkpoint, train
-from .utils import autocast, grad_scaler
+from .train import train
 
 # %% ../notebooks/10_pretraining.ipynb #p006
 def hidden_count(num_patches: int, ratio: float) -> int:
@@ -157,8 +157,7 @@ class MaskedLoss:
         self.ratio, self.seed, self.generator = ratio, seed, None
 
     def __call__(self, model, images, labels, config) -> tuple:
-        # under torch.compile, the model inside its wrapper
-        model = getattr(model, "_orig_mod", model)
+        model = unwrapped(model)  # the model inside torch.compile's wrapper
         if self.generator is None:
             self.generator = torch.Generator(images.device).manual_seed(self.seed)
         n, device = model.config.num_patches, images.device
@@ -253,59 +252,49 @@ def freeze_encoder(model: ViT) -> ViT:
     return model
 
 # %% ../notebooks/10_pretraining.ipynb #p055
-def _timm_input(model, pretrained_cfg, device):
-    """uint8 images (b, c, h, w) -> float images at the model's size, normalised as the
-    timm weights were pretrained (pretrained_cfg's mean and std)."""
-    mean = torch.tensor(pretrained_cfg["mean"], device=device).view(1, -1, 1, 1)
-    std = torch.tensor(pretrained_cfg["std"], device=device).view(1, -1, 1, 1)
-    size = pair(model.config.img_size)
+class Resized(nn.Module):
+    """`model` for the images of a dataset of another size: the loader's images, normalised
+    with the dataset's mean and std, go back to [0, 1], are resized to the model's size and
+    normalised as its weights were pretrained (`mean`, `std`). So chapter 6's `train` and
+    `evaluate` fine-tune a pretrained model on 32-pixel images without storing them large."""
 
-    def prepare(images):
-        x = F.interpolate(images.float() / 255, size=size, mode="bilinear")
-        return (x - mean) / std
+    def __init__(self, model, data, mean, std):
+        super().__init__()
+        self.model, self.config = model, model.config
+        column = lambda values: torch.tensor(values).view(1, -1, 1, 1)  # noqa: E731
+        for name, values in [("data_mean", data.mean), ("data_std", data.std)]:
+            self.register_buffer(name, column(values), persistent=False)
+        self.register_buffer("mean", column(mean), persistent=False)
+        self.register_buffer("std", column(std), persistent=False)
 
-    return prepare
+    def no_weight_decay(self) -> set:
+        return {f"model.{name}" for name in self.model.no_weight_decay()}
 
-
-def _accuracy(model, prepare, images, labels, batch_size=100) -> float:
-    right = 0
-    with evaluating(model):
-        for i in range(0, len(images), batch_size):
-            with autocast(images.device):
-                logits = model(prepare(images[i : i + batch_size]))
-            right += (logits.argmax(1) == labels[i : i + batch_size]).sum().item()
-    return right / len(images)
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        x = images * self.data_std + self.data_mean  # back to [0, 1]
+        x = F.interpolate(x, size=pair(self.config.img_size), mode="bilinear")
+        return self.model((x - self.mean) / self.std)
 
 # %% ../notebooks/10_pretraining.ipynb #p056
 def fine_tune_pretrained(
-    timm_model, data, steps=300, batch_size=32, lr=0.01, test=2000
+    timm_model, data, steps=300, batch_size=32, lr=1e-4, test=2000
 ):
     """The Colab cell after its downloads: `timm_model` (a timm VisionTransformer, its head
-    made for data's classes) becomes a vitlib ViT through from_timm; `steps` steps of SGD
-    (momentum 0.9, warm-up and cosine, clipping at 1) on data's training images, flipped,
-    resized to the model's size and normalised as the weights were pretrained. Returns
-    {"before", "after": accuracy on the first `test` test images, "seconds", "model"}."""
-    device = data.device
-    model = from_timm(timm_model).to(device).train()
-    prepare = _timm_input(model, timm_model.pretrained_cfg, device)
-    test_images, test_labels = data.test_images[:test], data.test_labels[:test]
-    before = _accuracy(model, prepare, test_images, test_labels)
-    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
-    schedule = WarmupCosine(max(1, steps // 10), steps)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
-    config, scaler = (
-        TrainConfig(label_smoothing=0.0, clip_grad=1.0),
-        grad_scaler(device),
-    )
-    g = torch.Generator(device).manual_seed(0)
-    begin = time.perf_counter()
-    for _ in range(steps):
-        index = torch.randint(
-            len(data.train_labels), (batch_size,), generator=g, device=device
-        )
-        images = prepare(random_flip(data.train_images[index], g))
-        train_step(model, images, data.train_labels[index], optimizer, config, scaler)
-        scheduler.step()
-    seconds = time.perf_counter() - begin
-    after = _accuracy(model, prepare, test_images, test_labels)
-    return dict(before=before, after=after, seconds=seconds, model=model)
+    made for data's classes) becomes a vitlib ViT through from_timm, wrapped in Resized;
+    then one epoch of chapter 6's `train` on the first steps * batch_size training images
+    (AdamW, warm-up and cosine, clipping at 1, flips). Returns {"before", "after": accuracy
+    on the first `test` test images, "seconds", "model"}."""
+    cfg = timm_model.pretrained_cfg
+    model = Resized(from_timm(timm_model), data, cfg["mean"], cfg["std"])
+    data = data.subset(steps * batch_size, test)
+    measure = functools.partial(
+        evaluate, batch_size=100
+    )  # 224-pixel images: small batches
+    before = measure(model.to(data.device), data)["accuracy"]
+    config = TrainConfig(
+        epochs=1, batch_size=batch_size, lr=lr, min_lr=lr / 100, warmup_epochs=0.1,
+        label_smoothing=0.0, clip_grad=1.0, flip=True,
+    )  # fmt: skip
+    history = train(model, data, config, evaluate_fn=measure, progress=False)
+    after, seconds = history["test_accuracy"][-1], history["seconds"][-1]
+    return dict(before=before, after=after, seconds=seconds, model=model.model)

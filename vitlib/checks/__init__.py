@@ -334,7 +334,7 @@ def remote(fn):
 
 
 def through(fn, name: str, *args):
-    """`helper(name)(fn, *args)`: a helper of the checks ('train._save_scenario') that must run
+    """`helper(name)(fn, *args)`: a helper of the checks ('checkpoint._save_scenario') that must run
     where `fn` runs (it changes `fn`'s inputs in place, or its files): here, or in the
     grader's worker."""
     far = remote(fn)
@@ -423,7 +423,8 @@ HOMES = {  # vitlib.checks.<module> holds the checks of the page that wrote vitl
     "pretrained": ("check_fuse_qkv", "check_split_qkv", "check_hub_key_to_vitlib"),
     "data": ("check_fixed_normalise", "check_crop_batch"),
     "loop": ("check_fixed_confusion", "check_clip_gradients"),
-    "train": ("check_fixed_shard", "check_save_atomically"),
+    "checkpoint": ("check_save_atomically",),
+    "train": ("check_fixed_shard",),
     "ablations": ("check_fixed_mixup", "check_smoothed_cross_entropy"),
     "viz": ("check_fixed_upsample", "check_blend"),
     "rollout": ("check_fixed_rollout_step", "check_head_distance"),
@@ -451,7 +452,7 @@ def chapter(module: str):
 
 
 def helper(name: str):
-    """A function of a chapter's checks by its name: 'train._save_scenario'."""
+    """A function of a chapter's checks by its name: 'checkpoint._save_scenario'."""
     module, _, attr = name.rpartition(".")
     return getattr(chapter(module), attr)
 
