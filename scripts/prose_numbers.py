@@ -1,0 +1,156 @@
+"""Numbers in the prose that no output shows (`python scripts/prose_numbers.py`).
+
+Every number with a unit in a page's prose (%, s, ms, seconds, minutes, GFLOP, MB, GB, px,
+points) must come from somewhere a reader can check: an output of that page, a log under
+benchmarks/results/, or the run-times table of book/setup.md (which scripts/run_times.py
+writes from the executions). A prose number matches a source number at its printed
+precision: "89.9%" matches 89.92 and 0.8992, not 89.8; "4.1 points" also matches the
+difference of two numbers that the page's prose quotes from its outputs (a gain or a gap).
+Numbers in code, in math and in sentences that cite a paper or a specification are exempt,
+and so are the few in EXEMPT, each with its reason. tests/test_prose_numbers.py fails on
+any other.
+"""
+
+import itertools
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+UNITS = r"%|\s?(?:s|ms|seconds?|minutes?|min|GFLOPs?|MB|GB|px|points?)\b"
+KINDS = {
+    "second": "s",
+    "seconds": "s",
+    "minute": "min",
+    "minutes": "min",
+    "GFLOPs": "GFLOP",
+}
+UNIT_AFTER = re.compile(r"\s?(%|[A-Za-z]+)")
+QUOTED = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(" + UNITS + ")")
+NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
+MARKS = re.compile(r"Exercise \d+[a-z]?\.\d+ \(")
+CITES = re.compile(r"et al\.|\(\d{4}\)|, \d{4}\)|paper|https?://|specification")
+
+EXEMPT = {  # (page, number as printed): why it needs no output
+    ("06a_data", "55 MB"): "arithmetic in the sentence: 70,000 x 784 bytes",
+    ("06a_data", "184 MB"): "arithmetic in the sentence: 60,000 x 3,072 bytes",
+    ("08b_attention_maps", "350 MB"): "the size of a download, not a result",
+    ("10_pretraining", "350 MB"): "the size of a download, not a result",
+    ("10_pretraining", "170 MB"): "the size of a download, not a result",
+    (
+        "10_pretraining",
+        "7.5 GB",
+    ): "arithmetic in the sentence: 50,000 images at 224x224x3",
+}
+
+
+def prose(notebook: dict):
+    """(cell id, text) of each markdown cell, without code, fenced blocks and math."""
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "markdown":
+            text = "".join(cell["source"])
+            text = re.sub(r"```.*?```", "", text, flags=re.S)
+            text = re.sub(r"`[^`]*`|\$[^$]*\$", "", text)
+            yield cell.get("id", "?"), text
+
+
+def output_text(notebook: dict) -> str:
+    parts = []
+    for cell in notebook["cells"]:
+        for output in cell.get("outputs", []):
+            parts.append("".join(output.get("text", "")))
+            data = output.get("data", {})
+            parts += [
+                "".join(data[k]) for k in ("text/plain", "text/html") if k in data
+            ]
+    return "\n".join(parts)
+
+
+def numbers(text: str) -> set:
+    """The numbers of `text`, as (value, unit): the unit written right after it, or ""."""
+    found = set()
+    for m in NUMBER.finditer(text):
+        after = UNIT_AFTER.match(text, m.end())
+        unit = after.group(1) if after else ""
+        found.add((float(m.group(0).replace(",", "")), KINDS.get(unit, unit)))
+    return found
+
+
+def shared_sources(root: Path = ROOT) -> set:
+    """The numbers of every benchmark log and of the run-times table."""
+    logs = [p for p in (root / "benchmarks" / "results").glob("*") if p.is_file()]
+    text = "\n".join(p.read_text(errors="replace") for p in logs)
+    return numbers(text + (root / "book" / "setup.md").read_text())
+
+
+def _matches(value: float, decimals: int, unit: str, pool, strict=True) -> bool:
+    """A number of `pool` that prints as `value` at `decimals` places; a percentage may also
+    be a fraction (0.8992 for 89.92%). `strict`: a whole number must carry the same unit in
+    its source (the 50 s of a sentence is not any 50 of a log). A page's own outputs are
+    read without it, since their tables give the unit once, in a column's header."""
+    unit = KINDS.get(unit, unit)
+    for y, its_unit in pool:
+        if strict and decimals == 0 and its_unit != unit:
+            if not (unit == "%" and y < 1 and round(100 * y) == value):
+                continue
+        if round(y, decimals) == value:
+            return True
+        if unit == "%" and round(100 * y, decimals) == value:
+            return True
+    return False
+
+
+def unmatched(notebook_path: Path, shared: set) -> list:
+    """[(cell id, number as printed, sentence)] of the prose numbers nothing shows."""
+    notebook = json.loads(notebook_path.read_text())
+    own = numbers(output_text(notebook))
+    quoted = {  # the numbers of the prose that an output shows, for the gaps between them
+        float(m.group(1).replace(",", "") + "." + (m.group(2) or "0"))
+        for _, text in prose(notebook)
+        for m in QUOTED.finditer(text)
+    }
+    quoted = {q for q in quoted if _matches(q, 2, "%", own) or _matches(q, 1, "%", own)}
+    gaps = {
+        (round(abs(a - b), 6), "points") for a, b in itertools.combinations(quoted, 2)
+    }
+    found = []
+    for cell_id, text in prose(notebook):
+        for sentence in re.split(r"(?<=[.!?])\s+", text):
+            if CITES.search(sentence):
+                continue
+            for m in QUOTED.finditer(sentence):
+                printed = m.group(0).replace("\n", " ")
+                if (notebook_path.stem, printed) in EXEMPT:
+                    continue
+                decimals = len(m.group(2) or "")
+                value = round(
+                    float(m.group(1).replace(",", "") + "." + (m.group(2) or "0")),
+                    decimals,
+                )
+                unit = m.group(3).strip()
+                unit = "points" if unit.startswith("point") else unit
+                if unit == "points" and MARKS.search(sentence):
+                    continue  # an exercise's marks
+                if _matches(value, decimals, unit, own, strict=False):
+                    continue
+                if _matches(value, decimals, unit, shared):
+                    continue
+                if unit == "points" and _matches(value, decimals, unit, gaps):
+                    continue
+                found.append((cell_id, printed, " ".join(sentence.split())))
+    return found
+
+
+def chapters(root: Path = ROOT) -> list:
+    return sorted((root / "notebooks").glob("[01][0-9]*.ipynb"))
+
+
+if __name__ == "__main__":
+    shared, total = shared_sources(), 0
+    for path in chapters():
+        for cell_id, printed, sentence in unmatched(path, shared):
+            total += 1
+            print(f"{path.stem} [{cell_id}] {printed!r}: {sentence[:160]}")
+    print(f"{total} prose number(s) that no output, log or run-times table shows")
+    sys.exit(1 if total else 0)

@@ -1,0 +1,64 @@
+"""Every number with a unit in the chapters' prose comes from an output of its page, a log
+under benchmarks/results/ or the run-times table (scripts/prose_numbers.py says how)."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location(
+    "prose_numbers", ROOT / "scripts" / "prose_numbers.py"
+)
+prose_numbers = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(prose_numbers)
+SHARED = prose_numbers.shared_sources()
+
+
+@pytest.mark.parametrize("notebook", prose_numbers.chapters(), ids=lambda p: p.stem)
+def test_every_prose_number_has_a_source(notebook):
+    found = prose_numbers.unmatched(notebook, SHARED)
+    assert not found, "numbers no output shows:\n" + "\n".join(
+        f"[{cell}] {number!r}: {sentence[:150]}" for cell, number, sentence in found
+    )
+
+
+def _page(tmp_path, prose: str, output: str) -> Path:
+    cells = [
+        {"cell_type": "markdown", "id": "m", "metadata": {}, "source": [prose]},
+        {
+            "cell_type": "code",
+            "id": "c",
+            "metadata": {},
+            "source": [],
+            "outputs": [{"output_type": "stream", "name": "stdout", "text": [output]}],
+        },
+    ]
+    path = tmp_path / "99_page.ipynb"
+    path.write_text(json.dumps({"cells": cells}))
+    return path
+
+
+@pytest.mark.parametrize(
+    "prose, output, wrong",
+    [
+        ("It ended at 89.9%.", "test accuracy 0.8992", []),  # a fraction, rounded
+        ("It ended at 89.92%.", "test accuracy 89.92", []),
+        ("It ended at 89.8%.", "test accuracy 0.8992", ["89.8%"]),  # another number
+        ("It ended at 89.925%.", "test accuracy 89.92", ["89.925%"]),  # more digits
+        ("One epoch took 9.3 s.", "9.32 s an epoch", []),
+        ("One epoch took 9.4 s.", "9.32 s an epoch", ["9.4 s"]),
+        ("Both scored 90.1% and 85.0%, 5.1 points apart.", "0.901 0.850", []),
+        (
+            "Both scored 90.1% and 85.0%, 5.3 points apart.",
+            "0.901 0.850",
+            ["5.3 points"],
+        ),
+        ("The paper reports 99.02% (Dosovitskiy et al., 2021).", "nothing", []),
+        ("Code is not prose: `epochs=24` and `0.5 s`.", "nothing", []),
+    ],
+)
+def test_the_rule_on_a_made_up_page(tmp_path, prose, output, wrong):
+    found = prose_numbers.unmatched(_page(tmp_path, prose, output), set())
+    assert [number for _, number, _ in found] == wrong
