@@ -55,6 +55,13 @@ def _page(tmp_path, prose: str, output: str) -> Path:
             "0.901 0.850",
             ["5.3 points"],
         ),
+        # a gap names both ends in its own sentence, and a bare 5.1 elsewhere is no gap
+        (
+            "Both scored 90.1% and 85.0%. That is 5.1 points.",
+            "0.901 0.850",
+            ["5.1 points"],
+        ),
+        ("A gap of 5.1 points.", "epoch 5.1 loss", ["5.1 points"]),
         ("The paper reports 99.02% (Dosovitskiy et al., 2021).", "nothing", []),
         ("Code is not prose: `epochs=24` and `0.5 s`.", "nothing", []),
     ],
