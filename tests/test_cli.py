@@ -75,6 +75,8 @@ BAD_FLAGS = [
     (["--train-subset", "0"], "--train-subset 0", ["at least one training image"]),
     (["--train-subset", "-1"], "--train-subset -1", ["at least one training image"]),
     (["--test-subset", "0"], "--test-subset 0", ["at least one test image"]),
+    (["--val-size", "-1"], "--val-size -1", ["0 or more"]),
+    (["--val-size", "2000"], "--val-size 2000", ["hold out 1 to 1,500 of 3,000"]),
     (["--stop-after", "0"], "--stop-after 0", ["1 or later"]),
     (["--stop-after", "-1"], "--stop-after -1", ["1 or later"]),
     (["--device", "banana"], "--device banana", ["choose auto, cpu, cuda"]),

@@ -302,3 +302,53 @@ def test_loader_shards_do_not_overlap():
         for r in range(2)
     ]
     assert sorted(torch.cat(test).tolist()) == list(range(100))
+
+
+def _rows(images: torch.Tensor) -> list:
+    """Each image as bytes, sorted: the split's contents whatever their order."""
+    return sorted(bytes(image.flatten().tolist()) for image in images)
+
+
+def test_hold_out_is_a_fixed_stratified_part_of_the_training_split(fashion):
+    split = fashion.hold_out(300)
+    assert split.val_labels.bincount(minlength=10).tolist() == [30] * 10  # stratified
+    assert len(split.train_images) == len(fashion.train_images) - 300
+    assert (split.mean, split.std) == (fashion.mean, fashion.std)
+    assert torch.equal(
+        split.test_images, fashion.test_images
+    )  # the test split untouched
+    # train and validation are the old training split, each image in exactly one
+    both = torch.cat([split.train_images, split.val_images])
+    assert _rows(both) == _rows(fashion.train_images)
+    again, other = fashion.hold_out(300), fashion.hold_out(300, seed=1)
+    assert torch.equal(again.val_images, split.val_images)  # fixed by its seed
+    assert not torch.equal(other.val_images, split.val_images)
+    assert "val (300, 1, 28, 28)" in repr(split) and "val" not in repr(fashion)
+    assert split.subset(10, 5, 7).val_images.shape[0] == 7
+    assert len(split.to("cpu").val_labels) == 300
+
+
+def test_hold_out_shares_an_unbalanced_split_by_class(fashion):
+    # classes of 120, 60 and 20 images: 20 held out are 12, 6 and 2
+    counts = {0: 120, 1: 60, 2: 20}
+    keep = torch.cat(
+        [(fashion.train_labels == c).nonzero()[:n, 0] for c, n in counts.items()]
+    )
+    small = fashion.subset()
+    small.train_images, small.train_labels = (
+        fashion.train_images[keep],
+        fashion.train_labels[keep],
+    )
+    held = small.hold_out(20).val_labels.bincount(minlength=3).tolist()
+    assert held[:3] == [12, 6, 2]
+    # 7 of 200: exact shares 4.2, 2.1, 0.7; the largest remainder (class 2) gets the extra
+    assert small.hold_out(7).val_labels.bincount(minlength=3).tolist()[:3] == [4, 2, 1]
+
+
+def test_hold_out_refuses_twice_and_too_many(fashion):
+    with pytest.raises(ValueError, match="already"):
+        fashion.hold_out(300).hold_out(300)
+    with pytest.raises(ValueError, match="1 to 1,500 of 3,000"):
+        fashion.hold_out(2000)
+    with pytest.raises(ValueError):
+        fashion.hold_out(0)

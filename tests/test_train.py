@@ -78,18 +78,20 @@ def test_seeded_runs_repeat_exactly(small):
 
 @pytest.mark.parametrize("stop", [1, 2])
 def test_resume_continues_exactly(small, tmp_path, stop):
+    data = small.hold_out(32)  # validation numbers too come back from the checkpoint
     torch.manual_seed(0)
     unbroken = _model()
-    history = train(unbroken, small, CONFIG, progress=False)
+    history = train(unbroken, data, CONFIG, progress=False)
+    assert all(0 <= a <= 1 for a in history["val_accuracy"])
 
     torch.manual_seed(0)
     first = _model()
-    train(first, small, CONFIG, out=tmp_path, stop_after=stop, progress=False)
+    train(first, data, CONFIG, out=tmp_path, stop_after=stop, progress=False)
     assert load_checkpoint(tmp_path)[1]["epoch"] == stop
     torch.manual_seed(1234)  # another start: everything must come from the checkpoint
     resumed = _model()
     resumed_history = train(
-        resumed, small, CONFIG, out=tmp_path, resume=True, progress=False
+        resumed, data, CONFIG, out=tmp_path, resume=True, progress=False
     )
     assert _same_weights(unbroken, resumed)
     assert _without_timing(history) == _without_timing(resumed_history)
@@ -386,6 +388,16 @@ def test_cli_writes_metrics_and_checkpoint_and_resumes(tmp_path):
     assert metrics["epochs_done"] == 2 and metrics["history"]["epoch"] == [1, 2]
     keys = {"final_test_accuracy", "training_seconds", "device", "history", "command"}
     assert keys <= set(metrics) and metrics["device"].startswith("CPU")
+    # choices are made on validation: the run measured both splits after every epoch
+    assert len(metrics["history"]["val_accuracy"]) == 2
+    assert metrics["final_val_accuracy"] == metrics["history"]["val_accuracy"][-1]
+    assert (
+        0 < metrics["final_val_accuracy"] <= 1
+        and "final_val_accuracy=" in resumed.stdout
+    )
+    held = fashion_mnist().hold_out(300)  # a tenth of the sample's 3,000, the default
+    val = evaluate(load_checkpoint(out)[0], held, "val")["accuracy"]
+    assert val == pytest.approx(metrics["final_val_accuracy"])
     model, info = load_checkpoint(out)
     assert info["epoch"] == 2
     data = fashion_mnist().subset(512, 256)

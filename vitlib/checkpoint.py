@@ -25,6 +25,8 @@ HISTORY_KEYS = (  # a run's history, one list per key, an entry per epoch (page 
     "epoch",
     "train_loss",
     "train_accuracy",
+    "val_loss",
+    "val_accuracy",
     "test_loss",
     "test_accuracy",
     "lr",
@@ -291,5 +293,8 @@ def load_train_state(folder: Path, optimizer, scheduler, scaler, config) -> dict
             path, f"its training state does not restore ({error!r})"
         ) from None
     if not isinstance(history, dict) or sorted(history) != sorted(HISTORY_KEYS):
-        raise _unusable(path, "its history is not a vitlib run's")
+        why = "its history is not a vitlib run's"
+        if isinstance(history, dict) and "val_accuracy" not in history:
+            why = "it was written before runs held out a validation split: start afresh"
+        raise _unusable(path, why)
     return history

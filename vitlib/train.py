@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 
 from .checkpoint import HISTORY_KEYS, NotACheckpoint, checkpoints, load_checkpoint
 from .checkpoint import load_train_state, save_checkpoint
-from .data import DATASETS, atomic_write, load_dataset, mix_seed
+from .data import DATASETS, VAL_SIZE, atomic_write, load_dataset, mix_seed
 from .loop import RECIPES, Recipe, TrainConfig, batches, classify
 from .loop import evaluate, make_optimizer, train_step
 from .model import ARCHITECTURES, PRESETS, ViTConfig, build_model
@@ -214,7 +214,7 @@ def run_lock(out):
             os.close(fd)
 
 # %% ../notebooks/06d_training_for_real.ipynb #c027
-# the test numbers of a run that measures no test split
+# the numbers of a split a run does not measure
 NOT_TESTED = {"loss": math.nan, "accuracy": math.nan}
 
 
@@ -238,15 +238,17 @@ def _prepare(model, data, config, out, resume, stop_after, tested=True) -> tuple
     return loader, optimizer, scheduler, scaler, history
 
 # %% ../notebooks/06d_training_for_real.ipynb #c027a
-def _record(history, epoch, sums, test, lr, seconds) -> dict:
+def _record(history, epoch, sums, measured, lr, seconds) -> dict:
     """Append one epoch's numbers to the history and return them."""
     loss_sum, correct, n = sums
     row = dict(
         epoch=epoch + 1,
         train_loss=loss_sum / n,
         train_accuracy=correct / n,
-        test_loss=test["loss"],
-        test_accuracy=test["accuracy"],
+        val_loss=measured["val"]["loss"],
+        val_accuracy=measured["val"]["accuracy"],
+        test_loss=measured["test"]["loss"],
+        test_accuracy=measured["test"]["accuracy"],
         lr=lr,
         seconds=seconds,
         images_per_second=n / seconds,
@@ -254,6 +256,23 @@ def _record(history, epoch, sums, test, lr, seconds) -> dict:
     for key, value in row.items():
         history[key].append(value)
     return row
+
+
+def _measure(model, data, evaluate_fn) -> dict:
+    """{"val": ..., "test": ...}: evaluate_fn's numbers for each split `data` has; nan for
+    a split it lacks, or for both without an evaluate_fn."""
+    return {
+        split: evaluate_fn(model, data, split)
+        if evaluate_fn and len(getattr(data, f"{split}_labels"))
+        else NOT_TESTED
+        for split in ("val", "test")
+    }
+
+
+def _accuracies(row: dict) -> str:
+    """An epoch's accuracies for the progress bar: validation first, when there is one."""
+    shown = [s for s in ("val", "test") if not math.isnan(row[f"{s}_accuracy"])]
+    return " ".join(f"{s} {row[f'{s}_accuracy']:.2%}" for s in shown)
 
 
 def _check_run(data, config, stop_after, world: int, tested=True) -> None:
@@ -275,7 +294,7 @@ def _check_run(data, config, stop_after, world: int, tested=True) -> None:
 # %% ../notebooks/06d_training_for_real.ipynb #c028
 def _loop(model, data, config, out, resume, stop_after, progress, hooks) -> dict:
     """train's loop, run while `out` is held: the pieces, then epoch after epoch, each with
-    its seeds, the test accuracy and a checkpoint. Returns the history."""
+    its seeds, the validation and test accuracy and a checkpoint. Returns the history."""
     device, (rank, world) = data.device, distributed()
     loss_fn, evaluate_fn, after_epoch = hooks
     pieces = _prepare(model, data, config, out, resume, stop_after, bool(evaluate_fn))
@@ -294,9 +313,9 @@ def _loop(model, data, config, out, resume, stop_after, progress, hooks) -> dict
         seconds = time.perf_counter() - begin
         _check_finite(losses, epoch, scheduler, out)
         lr = optimizer.param_groups[0]["lr"]
-        test = evaluate_fn(model, data) if evaluate_fn else NOT_TESTED
-        row = _record(history, epoch, all_sum(sums, device), test, lr, seconds)
-        bar.set_postfix_str(f"epoch {epoch + 1}: test {row['test_accuracy']:.2%}")
+        measured = _measure(model, data, evaluate_fn)
+        row = _record(history, epoch, all_sum(sums, device), measured, lr, seconds)
+        bar.set_postfix_str(f"epoch {epoch + 1}: {_accuracies(row)}")
         if out is not None and rank == 0:
             state = (optimizer, scheduler, scaler, epoch + 1, history)
             save_checkpoint(out, model, config, *state, dataset=data.name)
@@ -324,8 +343,9 @@ def train(
     a checkpoint after every epoch in `out`, an exact `resume`, torchrun, mixed precision,
     torch.compile, one progress bar and a stop on divergence. `stop_after=k` returns after
     epoch k. Three hooks: `loss_fn` is train_step's (chapter 9 distils with another, chapter
-    10 pretrains with a third); `evaluate_fn(model, data)` measures the test split after
-    each epoch (None: nothing measured, the test numbers are nan); `after_epoch(epoch,
+    10 pretrains with a third); `evaluate_fn(model, data, split)` measures the validation
+    split (if `data` holds one out) and the test split after each epoch (None: nothing
+    measured, those numbers are nan); `after_epoch(epoch,
     model)` runs after each epoch's checkpoint. Returns the history: a list per
     HISTORY_KEYS entry, an entry per epoch. A run that cannot start (`out` in use by
     another run, no full batch, ...) gets a RunRefused."""
@@ -369,8 +389,18 @@ def _parser():
     p.add_argument("--stop-after", type=int, help="return after this epoch")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     p.add_argument("--data", help="dataset folder (default: VITLIB_DATA or ./data)")
-    p.add_argument("--train-subset", type=int, help="use the first N training images")
+    p.add_argument(
+        "--train-subset",
+        type=int,
+        help="use the first N training images (of those left after --val-size)",
+    )
     p.add_argument("--test-subset", type=int, help="use the first N test images")
+    p.add_argument(
+        "--val-size",
+        type=int,
+        help="training images held out to validate on, the same ones for every run "
+        "(default: 5000, or a tenth of a smaller training set; 0: none)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     # one flag per field: the model's (m_...) but those the data decides, then training's (t_...)
     from_data = ("img_size", "in_channels", "num_classes")
@@ -480,6 +510,8 @@ def _check_flags(args, parser) -> None:
         if getattr(args, name) is not None and getattr(args, name) < 1:
             why += "; leave the flag out for no limit"
             _usage_error(parser, args, why, [name])
+    if (args.val_size or 0) < 0:
+        _usage_error(parser, args, "--val-size counts images: 0 or more", ["val_size"])
     if args.device == "auto":
         return
     try:
@@ -524,6 +556,11 @@ def _check_out(args, parser, rank: int) -> None:
             shutil.rmtree(path) if path.is_dir() else path.unlink()
 
 # %% ../notebooks/06d_training_for_real.ipynb #c035a
+def _last(values: list):
+    """A history's last value, or None where there is none or it was not measured (nan)."""
+    return values[-1] if values and not math.isnan(values[-1]) else None
+
+
 def _metrics(run: dict, config, parameters: int, history: dict, device, argv) -> dict:
     """What a run writes to metrics.json: its settings, its history, the final accuracy,
     the training time, the hardware and the command that ran it."""
@@ -534,7 +571,8 @@ def _metrics(run: dict, config, parameters: int, history: dict, device, argv) ->
         parameters=parameters,
         history=history,
         epochs_done=len(history["epoch"]),
-        final_test_accuracy=(history["test_accuracy"] or [None])[-1],
+        final_val_accuracy=_last(history["val_accuracy"]),
+        final_test_accuracy=_last(history["test_accuracy"]),
         training_seconds=sum(history["seconds"]),
         device=hardware(device),
         world_size=distributed()[1],
@@ -567,12 +605,21 @@ def load_teacher(path, data) -> torch.nn.Module:
 
 # %% ../notebooks/06d_training_for_real.ipynb #c035v
 def _data(args, parser, dataset: str, device, config):
-    """The dataset on `device`, cut to --train-subset and --test-subset. Usage errors for
-    data that cannot be had, and for a batch larger than the training images."""
+    """The dataset on `device`: --val-size training images held out for validation (the
+    same ones whatever the subset), then cut to --train-subset and --test-subset. Usage
+    errors for data that cannot be had, and for a batch larger than the training images."""
     try:
         data = load_dataset(dataset, args.data, device)
     except (OSError, RuntimeError, ValueError) as error:  # missing, or damaged
         _usage_error(parser, args, error, ["dataset", "data"])
+    size = args.val_size
+    if size is None:
+        size = min(VAL_SIZE, len(data.train_images) // 10)
+    if size:
+        try:
+            data = data.hold_out(size)
+        except ValueError as error:
+            _usage_error(parser, args, error, ["val_size"])
     data = data.subset(args.train_subset, args.test_subset)
     world, n = distributed()[1], len(data.train_images)
     if n // world < config.batch_size // world:  # not one full batch
@@ -640,12 +687,15 @@ def _run(args, argv, parser, settings, device) -> dict:
     history = train(model, data, config, args.out, **options)
     run = dict(dataset=dataset, preset=preset, model_changes=model_changes)
     run |= dict(architecture=architecture, teacher=args.teacher)
+    run |= dict(val_size=len(data.val_labels), train_size=len(data.train_labels))
     metrics = _metrics(run, config, parameters, history, device, argv)
     if rank == 0:
         with atomic_write(Path(args.out) / "metrics.json") as partial:
             partial.write_text(json.dumps(metrics, indent=1))
-        accuracy, seconds = metrics["final_test_accuracy"], metrics["training_seconds"]
-        print(f"final_test_accuracy={accuracy:.4f} training_seconds={seconds:.1f}")
+        for split in ("val", "test"):  # None: not measured
+            value = metrics[f"final_{split}_accuracy"]
+            print(f"final_{split}_accuracy={value and round(value, 4)}", end=" ")
+        print(f"training_seconds={metrics['training_seconds']:.1f}")
     return metrics
 
 # %% ../notebooks/06d_training_for_real.ipynb #c036a
