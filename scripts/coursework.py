@@ -35,6 +35,7 @@ import nbformat
 sys.path.insert(
     0, str(Path(__file__).parent)
 )  # scripts/, when loaded by path (the tests)
+from run_times import machine, minutes  # noqa: E402
 from student_edition import CHECK, MODEL_ANSWER, PROMPT, chapters  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -125,7 +126,9 @@ def write_if_changed(path: Path, notebook) -> bool:
     return True
 
 
-WORDS_PER_MINUTE = 150  # reading with code to look at: slower than prose
+WORDS_PER_MINUTE = 150  # prose, read to learn from
+CODE_LINES_PER_MINUTE = 10  # code read line by line until each line is understood
+COLAB_CELL = "# Runs only in Google Colab"  # the install cell: not read
 
 
 def _kinds(notebook) -> list:
@@ -141,7 +144,8 @@ def _kinds(notebook) -> list:
 
 def guide_table(notebooks: list) -> str:
     """The instructors' table: per page, its exercises by kind and points, the reading time
-    (estimated from its words) and the run time of its stored run (notebook metadata)."""
+    (estimated from its words and its lines of code) and the run time of its stored run
+    (notebook metadata)."""
     lines = [
         "| page | exercises | points (auto + by hand) | reading (estimate) | stored run |",
         "|---|---|---|---|---|",
@@ -158,17 +162,27 @@ def guide_table(notebooks: list) -> str:
             for c in book.cells
             if c.cell_type == "markdown"
         )
-        run = book.metadata.get("vitlib", {}).get("run")
-        if run:
-            seconds = run["seconds"]
-            took = f"{seconds} s" if seconds < 120 else f"{seconds / 60:.0f} min"
-            run_text = f"{took} on {run['on']}"
-        else:
-            run_text = "not recorded"
+        code = sum(  # the lines of code a reader reads (not blank, not a directive)
+            1
+            for c in book.cells
+            if c.cell_type == "code" and not c.source.startswith(COLAB_CELL)
+            for line in c.source.splitlines()
+            if line.strip() and not line.startswith("#|")
+        )
+        reading = words / WORDS_PER_MINUTE + code / CODE_LINES_PER_MINUTE
+        meta = book.metadata.get("vitlib", {})
+        run_text = "not recorded"
+        if meta.get("run"):  # the latest run first, then the other kind's, marked older
+            runs = {**meta.get("runs", {}), machine(meta["run"]["on"]): meta["run"]}
+            latest = machine(meta["run"]["on"])
+            run_text = "; ".join(
+                f"{minutes(r['seconds'])} on {kind}" + ("" if kind == latest else " †")
+                for kind, r in sorted(runs.items(), key=lambda item: item[0] != latest)
+            )
         title = book.cells[0].source.splitlines()[0].lstrip("# ")
         lines.append(
             f"| {title} | {len(kinds)}: {counts} | {auto} + {manual} | "
-            f"{max(1, round(words / WORDS_PER_MINUTE))} min | {run_text} |"
+            f"{max(1, round(reading))} min | {run_text} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -8,8 +8,9 @@ kernel is idle, the reply has arrived, nobody wakes up: jupyter/nbclient#312,
 jupyter/nbconvert#2029). Here the wait for a reply is a loop of one-second polls, and each
 poll looks at the socket again, so a reply that has arrived is always found.
 
-The notebook's metadata keeps how long the run took and on what (`vitlib.run`): the
-instructors' guide quotes it as the time a chapter takes to run.
+The notebook's metadata keeps how long the run took and on what (`vitlib.run`), and the
+latest run on each kind of machine (`vitlib.runs`): set-up's table of running times and the
+instructors' guide quote them.
 """
 
 import argparse
@@ -22,6 +23,9 @@ import nbformat
 from nbclient import NotebookClient
 
 from vitlib.utils import hardware
+
+sys.path.insert(0, str(Path(__file__).parent))
+from run_times import machine  # noqa: E402
 
 POLL_SECONDS = 1.0
 
@@ -72,7 +76,13 @@ def main():
             resources={"metadata": {"path": str(path.parent)}},
         ).execute()
         seconds = time.perf_counter() - start
-        nb.metadata["vitlib"] = {"run": {"seconds": round(seconds), "on": hardware()}}
+        record = {"seconds": round(seconds), "on": hardware()}
+        before = nb.metadata.get("vitlib", {})
+        runs = dict(before.get("runs", {}))
+        if before.get("run"):  # a page recorded before `runs` existed keeps its run
+            runs.setdefault(machine(before["run"]["on"]), before["run"])
+        runs[machine(record["on"])] = record  # the latest run on each kind of machine
+        nb.metadata["vitlib"] = {"run": record, "runs": runs}
         nbformat.write(nb, path)
         print(f"  done in {seconds:.0f} s", flush=True)
 

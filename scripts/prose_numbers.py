@@ -63,7 +63,9 @@ def output_text(notebook: dict) -> str:
             parts.append("".join(output.get("text", "")))
             data = output.get("data", {})
             parts += [
-                "".join(data[k]) for k in ("text/plain", "text/html") if k in data
+                "".join(data[k])
+                for k in ("text/plain", "text/html", "text/markdown")
+                if k in data
             ]
     return "\n".join(parts)
 

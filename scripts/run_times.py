@@ -26,14 +26,37 @@ TRAINS_FIRST = {"08b_attention_maps", "08c_live_demo", "10_pretraining"}
 TRAINED = "training the recipe fashion-cpu now"
 
 
+# the kinds of two-thread CPU the book has been run on, by a word of their hardware string
+KINDS = {"Xeon": "Intel Xeon (AVX-512)", "EPYC": "AMD EPYC (AVX2)"}
+
+
+def machine(hardware: str) -> str:
+    """The kind of machine a run's hardware string names: a KINDS value, else the CPU."""
+    for word, name in KINDS.items():
+        if word in hardware:
+            return name
+    return hardware.split(",")[0].removeprefix("CPU ").strip()
+
+
 def runs(root: Path = ROOT) -> dict:
-    """{notebook stem: (seconds, hardware)} of the chapters, in file-name order."""
+    """{notebook stem: {machine kind: record}} of the chapters, in file-name order; a record
+    is {"seconds", "on"} and, for a run of an earlier version of the page, "commit". The
+    latest run (metadata `vitlib.run`) is always among them."""
     found = {}
     for path in sorted((root / "notebooks").glob("[0-9]*.ipynb")):
-        run = json.loads(path.read_text())["metadata"].get("vitlib", {}).get("run")
-        if run:
-            found[path.stem] = (run["seconds"], run["on"])
+        meta = json.loads(path.read_text())["metadata"].get("vitlib", {})
+        if meta.get("run"):
+            records = dict(meta.get("runs", {}))
+            records[machine(meta["run"]["on"])] = meta["run"]
+            found[path.stem] = records
     return found
+
+
+def latest(stem: str, root: Path = ROOT) -> tuple:
+    """(seconds, hardware) of the page's latest stored run."""
+    path = root / "notebooks" / f"{stem}.ipynb"
+    run = json.loads(path.read_text())["metadata"]["vitlib"]["run"]
+    return run["seconds"], run["on"]
 
 
 def trained_first(stem: str, root: Path = ROOT) -> bool:
@@ -50,37 +73,63 @@ def minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 90 else f"{seconds:.0f} s"
 
 
-def kind(hardware: str) -> str:
-    return "an Intel Xeon" if "Xeon" in hardware else "an AMD EPYC"
+def span(low: float, high: float) -> str:
+    """ "4-6 s", "89 s-1.8 min", or one time where both round alike."""
+    a, b = minutes(low), minutes(high)
+    if a == b:
+        return a
+    if a.split()[1] == b.split()[1]:
+        return f"{a.split()[0]}-{b}"
+    return f"{a}-{b}"
 
 
-def total(stem: str, found: dict, root: Path = ROOT) -> float:
-    """The page's seconds with chapter 6's model trained first: page 6b's run added where
-    the page may train it and its stored run did not."""
-    seconds = found[stem][0]
-    if stem in TRAINS_FIRST and not trained_first(stem, root):
-        return seconds + found["06b_fashion_mnist"][0]
+def article(kind: str) -> str:
+    return ("an " if kind[0] in "AEIOU" else "a ") + kind.split(" (")[0]
+
+
+def total(stem: str, kind: str, found: dict, root: Path = ROOT):
+    """The page's seconds on `kind` with chapter 6's model trained first: page 6b's run
+    on the same kind added where the page may train it and its stored run did not (None
+    where 6b has no run on that kind)."""
+    seconds = found[stem][kind]["seconds"]
+    is_latest = machine(latest(stem, root)[1]) == kind
+    if stem in TRAINS_FIRST and not (is_latest and trained_first(stem, root)):
+        first = found.get("06b_fashion_mnist", {}).get(kind)
+        return seconds + first["seconds"] if first else None
     return seconds
+
+
+def _cell(stem: str, kind: str, found: dict, root: Path) -> str:
+    record = found[stem].get(kind)
+    if record is None:
+        return "not run"
+    text = minutes(record["seconds"])
+    if stem in TRAINS_FIRST and total(stem, kind, found, root) is not None:
+        text += (
+            f" ({minutes(total(stem, kind, found, root))} training chapter 6's model)"
+        )
+    if machine(latest(stem, root)[1]) != kind:
+        text += " †"
+    return text
 
 
 def table(root: Path = ROOT) -> str:
     found = runs(root)
+    kinds = list(KINDS.values())
     lines = [
-        "| page | full run, stored | on two threads of | with chapter 6's model trained "
-        "first | Colab's T4 GPU |",
-        "|---|---|---|---|---|",
+        "| page | "
+        + " | ".join(f"{k}, 2 threads" for k in kinds)
+        + " | Colab CPU (estimate) | Colab's T4 GPU (estimate) |",
+        "|---|" + "---|" * (len(kinds) + 2),
     ]
-    for stem, (seconds, hardware) in found.items():
+    for stem, records in found.items():
         page = stem.split("_")[0].lstrip("0")
-        first = minutes(total(stem, found, root)) if stem in TRAINS_FIRST else ""
-        gpu = (
-            "at most the CPU time (estimate)"
-            if total(stem, found, root) > LONG
-            else "not needed"
-        )
-        lines.append(
-            f"| {page} | {minutes(seconds)} | {kind(hardware)[3:]} | {first} | {gpu} |"
-        )
+        cells = [_cell(stem, k, found, root) for k in kinds]
+        measured = [r["seconds"] for k, r in records.items() if k in kinds]
+        colab = span(min(measured), max(measured)) if measured else "not measured"
+        longest = max(total(stem, k, found, root) or 0 for k in records)
+        gpu = "at most the CPU time" if longest > LONG else "not needed"
+        lines.append(f"| {page} | {' | '.join(cells)} | {colab} | {gpu} |")
     return "\n".join(lines)
 
 
@@ -89,19 +138,25 @@ ESTIMATE = "at most the CPU time (an estimate: not measured yet)"
 
 def page_note(stem: str, found: dict, root: Path = ROOT) -> str:
     """The sentence at the top of a long page (its title cell ends with it)."""
-    seconds, hardware = found[stem]
+    seconds, hardware = latest(stem, root)
+    kind = machine(hardware)
     first = ""
     if stem in TRAINS_FIRST and trained_first(stem, root):
         first = ", training chapter 6's model first (`runs/fashion` held none)"
-    elif stem in TRAINS_FIRST:
-        extra = minutes(found["06b_fashion_mnist"][0])
+    elif stem in TRAINS_FIRST and total(stem, kind, found, root) is not None:
+        extra = minutes(total(stem, kind, found, root) - seconds)
         first = f", and {extra} more to train chapter 6's model if `runs/fashion` holds none"
+    others = [
+        f"{minutes(r['seconds'])} on {article(k)} (an earlier version of the page)"
+        for k, r in found[stem].items()
+        if k != kind
+    ]
+    also = f"; {'; '.join(others)}" if others else ""
     return (
-        f"{NOTE} Its full run took {minutes(seconds)} on two threads of {kind(hardware)}"
-        f"{first}. Two-thread CPUs differ by up to four times (the set-up page's table); "
-        "Colab's free CPU runtime is such a machine. In Colab, choose a GPU first (*Runtime > Change "
-        f"runtime type > T4 GPU*): on a T4, {ESTIMATE}. Every page's time is in the "
-        "table of the set-up page."
+        f"{NOTE} Its full run took {minutes(seconds)} on two threads of {article(kind)}"
+        f"{first}{also}. Every page's time on each kind of machine is in the set-up page's "
+        "table; Colab's free CPU runtime is a two-thread machine too. In Colab, choose a GPU "
+        f"first (*Runtime > Change runtime type > T4 GPU*): on a T4, {ESTIMATE}."
     )
 
 
@@ -126,7 +181,7 @@ def check_or_write(root: Path = ROOT, check: bool = False) -> list:
         title = notebook["cells"][0]
         source = "".join(title["source"])
         kept = source.split(f"\n\n{NOTE}")[0]
-        long = total(stem, found, root) > LONG
+        long = max(total(stem, k, found, root) or 0 for k in found[stem]) > LONG
         wanted = kept + (f"\n\n{page_note(stem, found, root)}" if long else "")
         if wanted != source:
             stale.append(str(path.relative_to(root)))
