@@ -857,7 +857,7 @@ def draw_cls_and_positions():
     "logits; the loss is the label-smoothed cross-entropy; the backward pass gives every "
     "parameter its gradient; the gradient is clipped to a length of at most clip_grad; "
     "AdamW updates the weights; the scheduler sets the learning rate for the next step; "
-    "then the next batch. After the last batch of an epoch, the test split is evaluated.",
+    "then the next batch. After the last batch of an epoch, the validation split is evaluated.",
 )
 def draw_train_step():
     fig, ax = canvas(9.6, 3.9)
@@ -891,7 +891,7 @@ def draw_train_step():
         4.8,
         0.38,
         "train_step does forward to AdamW; the loop steps the scheduler "
-        "after it; after the epoch's last batch, evaluate on the test split",
+        "after it; after the epoch's last batch, evaluate on the validation split",
         size=8.5,
         colour="norm",
     )
