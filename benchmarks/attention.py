@@ -1,6 +1,6 @@
 """Chapter 3's timing on any machine: the four attention versions and timm's Attention.
 
-    python benchmarks/attention.py [--batch 32] [--tokens 197] [--rounds 15]
+    python benchmarks/attention.py [--batch 32] [--tokens 197] [--rounds 15] [--device cuda]
 
 Forward plus backward at ViT-S/16 (width 384, 6 heads) and ViT-B/16 (768, 12 heads) shapes, on
 the CPU and, where there is one, on a CUDA GPU with bf16 autocast. All versions share one set of
@@ -11,6 +11,7 @@ peak memory.
 """
 
 import argparse
+import sys
 
 import torch
 
@@ -90,8 +91,17 @@ def main():
     parser.add_argument("--batch", type=int, default=pick(full=32, smoke=2))
     parser.add_argument("--tokens", type=int, default=pick(full=197, smoke=17))
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument(
+        "--device",
+        choices=["cpu", "cuda"],
+        help="time on this device only (default: the CPU, then a CUDA GPU if there is one)",
+    )
     args = parser.parse_args()
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    if args.device:
+        if args.device not in devices:
+            sys.exit(f"--device {args.device}: no GPU here")
+        devices = [args.device]
     print(log_header())
     for device in devices:
         run(device, args.batch, args.tokens, args.rounds)

@@ -1,6 +1,6 @@
 """Chapter 5b's timing on any machine: vitlib's ViT, plain and fast path, against timm's.
 
-    python benchmarks/model_speed.py [--rounds 10] [--no-compile]
+    python benchmarks/model_speed.py [--rounds 10] [--no-compile] [--device cuda]
 
 Three rows, on the CPU and, where there is one, on a CUDA GPU with bf16 autocast:
 
@@ -20,6 +20,7 @@ lines of each run are `plain ratios: ...` and `fast ratios: ...`, one ratio per 
 """
 
 import argparse
+import sys
 
 import torch
 
@@ -79,9 +80,18 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--no-compile", action="store_true", help="eager mode only")
+    parser.add_argument(
+        "--device",
+        choices=["cpu", "cuda"],
+        help="time on this device only (default: the CPU, then a CUDA GPU if there is one)",
+    )
     args = parser.parse_args()
     print(log_header())
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    if args.device:
+        if args.device not in devices:
+            sys.exit(f"--device {args.device}: no GPU here")
+        devices = [args.device]
     for device in devices:
         print(f"\n{hardware(device)}{' (bf16 autocast)' if device == 'cuda' else ''}")
         ratios = []

@@ -243,6 +243,17 @@ def test_the_precision_follows_the_gpu(capability, dtype, words):
     assert not grad_scaler("cpu").is_enabled()
 
 
+def test_vitlib_amp_chooses_the_format_on_a_gpu(monkeypatch):
+    with mock.patch("torch.cuda.get_device_capability", return_value=(9, 0)):
+        monkeypatch.setenv("VITLIB_AMP", "float16")  # an H100 training as a T4 would
+        assert amp_dtype("cuda") == torch.float16
+        assert precision("cuda") == "float16 autocast with a gradient scaler"
+        assert amp_dtype("cpu") is None  # a CPU stays in float32
+        monkeypatch.setenv("VITLIB_AMP", "half")
+        with pytest.raises(ValueError, match="float16 or bfloat16"):
+            amp_dtype("cuda")
+
+
 def test_saving_cleans_what_a_crash_left(tmp_path):
     model = _model()
     (tmp_path / "epoch-0003.partial").mkdir(parents=True)

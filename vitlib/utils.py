@@ -162,10 +162,17 @@ def timing_table(
 # %% ../notebooks/appendix_a_utils.ipynb #c017
 def amp_dtype(device):
     """The 16-bit format for mixed precision on `device`: bfloat16 on a CUDA GPU of compute
-    capability 8.0 or newer, float16 on an older one, None (float32) on a CPU."""
+    capability 8.0 or newer, float16 on an older one, None (float32) on a CPU.
+    VITLIB_AMP=float16 (or bfloat16) in the environment chooses for a GPU: a new card then
+    trains as an older one would (a T4 has no bfloat16)."""
     device = torch.device(device)
     if device.type != "cuda":
         return None
+    chosen = os.environ.get("VITLIB_AMP")
+    if chosen:
+        if chosen not in ("float16", "bfloat16"):
+            raise ValueError(f"VITLIB_AMP={chosen}: float16 or bfloat16")
+        return getattr(torch, chosen)
     major, _ = torch.cuda.get_device_capability(device)
     return torch.bfloat16 if major >= 8 else torch.float16
 
