@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from repo_files import load_module
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = [
@@ -50,15 +51,9 @@ def test_benchmark_runs(script):
 def test_token_cost_counts_the_published_multiply_adds():
     # timm's model cards (deit_tiny/small/base_patch16_224, the same shapes as ViT-Ti/S/B/16 at
     # 224 px): 1.3, 4.6 and 17.6 GMACs; flop_counter counts two operations per multiply-add
-    import importlib.util
-
     import torch
 
-    spec = importlib.util.spec_from_file_location(
-        "token_cost", ROOT / "benchmarks" / "token_cost.py"
-    )
-    token_cost = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(token_cost)
+    token_cost = load_module("benchmarks/token_cost.py")
     for name, published in [("ViT-Ti", 1.3), ("ViT-S", 4.6), ("ViT-B", 17.6)]:
         with torch.device("meta"):
             model = token_cost.PRESETS[name]()

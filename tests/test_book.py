@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from repo_files import load_module
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -163,12 +164,7 @@ with tempfile.TemporaryDirectory() as out:
 
 
 def _script(name):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(f"scripts/{name}.py")
 
 
 def test_running_times_follow_the_notebooks_records(tmp_path):

@@ -3,7 +3,6 @@
 
 import contextlib
 import csv
-import importlib.util
 import io
 import os
 import subprocess
@@ -13,6 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 import torch
+from repo_files import load_module
 
 from vitlib import checks
 from vitlib.checks.attention import ATTENTION_SHORTCUTS, SOFTMAX
@@ -22,10 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _load(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(f"scripts/{name}.py")
 
 
 coursework = _load("coursework")

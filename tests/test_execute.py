@@ -1,17 +1,14 @@
 """scripts/execute.py: waiting for a reply polls in short steps and keeps the caller's deadline."""
 
 import asyncio
-import importlib.util
 import time
 from pathlib import Path
 from queue import Empty
 
 import pytest
+from repo_files import load_module
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "execute.py"
-spec = importlib.util.spec_from_file_location("execute", SCRIPT)
-execute = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(execute)
+execute = load_module("scripts/execute.py")
 
 
 class Channel:

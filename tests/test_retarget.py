@@ -2,7 +2,6 @@
 address of the old one is left, every notebook installs vitlib from the new one at its branch,
 other packages on the install line stay, and the site's Colab links follow _config.yml."""
 
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -12,6 +11,7 @@ from urllib.parse import urlparse
 
 import pytest
 import yaml
+from repo_files import load_module
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "retarget.py"
@@ -22,11 +22,7 @@ NEW_SPEC = f'"vitlib @ git+{NEW_URL}@{NEW_BRANCH}"'
 EXTRA = ' "timm>=1.0.9"'  # a package a page may add to its install line
 FOLDERS = ("notebooks", "student")
 
-spec = importlib.util.spec_from_file_location(
-    "clean_cells", ROOT / "book" / "sphinx_ext" / "clean_cells.py"
-)
-clean_cells = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(clean_cells)
+clean_cells = load_module("book/sphinx_ext/clean_cells.py")
 
 
 def tree_files() -> list:

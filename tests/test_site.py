@@ -7,7 +7,6 @@ Skips where Debian's chromium or chromedriver is absent, and fails then under CI
 (conftest.py); CI installs both.
 """
 
-import importlib.util
 import json
 import os
 import re
@@ -16,22 +15,13 @@ from urllib.parse import urlparse
 
 import pytest
 import yaml
+from repo_files import load_module
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "_build" / "html"
-_spec = importlib.util.spec_from_file_location(
-    "student_edition", ROOT / "scripts" / "student_edition.py"
-)
-student_edition = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(student_edition)
+student_edition = load_module("scripts/student_edition.py")
 CHAPTERS = student_edition.chapters()
-_spec = importlib.util.spec_from_file_location(
-    "browser", ROOT / "scripts" / "browser.py"
-)
-site_browser = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(
-    site_browser
-)  # the chapter pages of _toc.yml, in reading order
+site_browser = load_module("scripts/browser.py")
 SCREENSHOTS = os.environ.get(
     "VITLIB_SCREENSHOTS"
 )  # a folder: save one screenshot per page

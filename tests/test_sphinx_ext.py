@@ -1,14 +1,11 @@
 """The site's build steps in book/sphinx_ext: directive lines leave the page, code stays."""
 
-import importlib.util
 from pathlib import Path
 
+from repo_files import load_module
+
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location(
-    "clean_cells", ROOT / "book" / "sphinx_ext" / "clean_cells.py"
-)
-clean_cells = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(clean_cells)
+clean_cells = load_module("book/sphinx_ext/clean_cells.py")
 
 
 def test_directive_lines_are_dropped_and_code_is_kept():

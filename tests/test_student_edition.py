@@ -1,18 +1,14 @@
 """The student edition keeps every cell but the solutions, and every output but the answers,
 and stays a valid notebook."""
 
-import importlib.util
 from pathlib import Path
 
 import nbformat
 import pytest
+from repo_files import load_module
 
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location(
-    "student_edition", ROOT / "scripts" / "student_edition.py"
-)
-student_edition = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(student_edition)
+student_edition = load_module("scripts/student_edition.py")
 CHAPTERS = student_edition.chapters()
 
 
