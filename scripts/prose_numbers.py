@@ -1,7 +1,8 @@
 """Numbers in the prose that no output shows (`python scripts/prose_numbers.py`).
 
 Every number with a unit in a page's prose (%, s, ms, seconds, minutes, GFLOP, MB, GB, px,
-points) must come from somewhere a reader can check: an output of that page, a log under
+points), and every number printed to three decimal places without one (a ratio, a loss), must
+come from somewhere a reader can check: an output of that page, a log under
 benchmarks/results/, or the run-times table of book/setup.md (which scripts/run_times.py
 writes from the executions). A prose number matches a source number at its printed
 precision: "89.9%" matches 89.92 and 0.8992, not 89.8; "4.1 points" also matches the
@@ -29,6 +30,11 @@ KINDS = {
 UNIT_AFTER = re.compile(r"\s?(%|[A-Za-z]+)")
 QUOTED = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(" + UNITS + ")")
 NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
+# a number without a unit, printed to three places (a ratio, a loss), 0.1 or more: settings
+# such as a learning rate of 0.001 are smaller
+RATIO = re.compile(
+    r"(?<![\w.,])(\d+)\.(\d{3})(?![\d.]\d|\d|\s?(?:%|" + UNITS[3:] + r"))"
+)
 MARKS = re.compile(r"Exercise \d+[a-z]?\.\d+ \(")
 CITES = re.compile(r"et al\.|\(\d{4}\)|, \d{4}\)|paper|https?://|specification")
 
@@ -130,6 +136,10 @@ def _quoted(notebook: dict, stem: str):
                     decimals,
                     unit,
                 )
+            for m in RATIO.finditer(sentence):
+                value = float(m.group(0))
+                if value >= 0.1 and (stem, m.group(0)) not in EXEMPT:
+                    yield cell_id, sentence, m.group(0), value, 3, ""
 
 
 def unmatched(notebook_path: Path, shared: set) -> list:

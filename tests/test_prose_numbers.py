@@ -1,18 +1,14 @@
 """Every number with a unit in the chapters' prose comes from an output of its page, a log
 under benchmarks/results/ or the run-times table (scripts/prose_numbers.py says how)."""
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from repo_files import load_module
 
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location(
-    "prose_numbers", ROOT / "scripts" / "prose_numbers.py"
-)
-prose_numbers = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(prose_numbers)
+prose_numbers = load_module("scripts/prose_numbers.py")
 SHARED = prose_numbers.shared_sources()
 
 
@@ -64,6 +60,13 @@ def _page(tmp_path, prose: str, output: str) -> Path:
         ("A gap of 5.1 points.", "epoch 5.1 loss", ["5.1 points"]),
         ("The paper reports 99.02% (Dosovitskiy et al., 2021).", "nothing", []),
         ("Code is not prose: `epochs=24` and `0.5 s`.", "nothing", []),
+        # a ratio or a loss, printed to three places, needs a source too
+        ("Its speed over timm's is 1.022.", "vitlib 1.022", []),
+        ("Its speed over timm's is 1.024.", "vitlib 1.022", ["1.024"]),
+        ("The loss fell to 0.371, then 0.419.", "loss 0.3712", ["0.419"]),
+        # a setting below 0.1, or a number with a unit, is not such a ratio
+        ("A learning rate of 0.001 and 0.005.", "nothing", []),
+        ("It took 1.105 s.", "nothing", ["1.105 s"]),  # reported once, with its unit
     ],
 )
 def test_the_rule_on_a_made_up_page(tmp_path, prose, output, wrong):
