@@ -2,7 +2,6 @@
 
 import asyncio
 import time
-from pathlib import Path
 from queue import Empty
 
 import pytest
