@@ -20,6 +20,8 @@ from test_loop import random_data
 from vitlib import train as vt
 from vitlib.checkpoint import (
     HISTORY_KEYS,
+    TRAIN_STATE,
+    _metadata,
     checkpoints,
     load_checkpoint,
     save_checkpoint,
@@ -27,7 +29,15 @@ from vitlib.checkpoint import (
 from vitlib.data import fashion_mnist
 from vitlib.loop import TrainConfig, evaluate
 from vitlib.model import create_vit
-from vitlib.train import Diverged, first_non_finite, main, precision, train
+from vitlib.train import (
+    Diverged,
+    RunRefused,
+    first_non_finite,
+    main,
+    precision,
+    split_sizes,
+    train,
+)
 from vitlib.utils import amp_dtype, grad_scaler
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,6 +105,20 @@ def test_resume_continues_exactly(small, tmp_path, stop):
     )
     assert _same_weights(unbroken, resumed)
     assert _without_timing(history) == _without_timing(resumed_history)
+
+
+def test_a_resume_on_other_splits_is_refused(small, tmp_path):
+    torch.manual_seed(0)
+    data = small.hold_out(32)
+    train(_model(), data, CONFIG, out=tmp_path, stop_after=1, progress=False)
+    stored = json.loads(_metadata(checkpoints(tmp_path)[-1] / TRAIN_STATE)["splits"])
+    assert stored == split_sizes(data) and stored["val"] == 32
+    for other in (small.hold_out(64), small):  # another --val-size, or none
+        with pytest.raises(RunRefused, match="trained on other splits"):
+            train(_model(), other, CONFIG, out=tmp_path, resume=True, progress=False)
+    train(
+        _model(), data, CONFIG, out=tmp_path, resume=True, progress=False
+    )  # same data
 
 
 def test_a_checkpoint_is_a_folder_of_safetensors(small, tmp_path):

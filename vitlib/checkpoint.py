@@ -45,7 +45,7 @@ def _write(tensors: dict, metadata: dict, path: Path):
     save_file(tensors, str(path), metadata={k: str(v) for k, v in metadata.items()})
 
 
-def _train_state(optimizer, scheduler, scaler, history) -> tuple:
+def _train_state(optimizer, scheduler, scaler, history, splits=None) -> tuple:
     """The optimizer's tensors, and the rest of a run's state as JSON metadata."""
     state = optimizer.state_dict()
     tensors = {
@@ -58,6 +58,7 @@ def _train_state(optimizer, scheduler, scaler, history) -> tuple:
         "scheduler": json.dumps(scheduler.state_dict() if scheduler else None),
         "scaler": json.dumps(scaler.state_dict() if scaler else None),
         "history": json.dumps(history),
+        "splits": json.dumps(splits),  # {split: images} of the run's data
     }
     return tensors, meta
 
@@ -72,10 +73,12 @@ def save_checkpoint(
     epoch=0,
     history=None,
     dataset=None,
+    splits=None,
 ) -> Path:
     """Write out/epoch-NNNN/: model.safetensors (weights; the model's class and configs,
     the epoch and the dataset's name as metadata) and, with an optimizer,
-    train_state.safetensors. Written as a .partial folder and
+    train_state.safetensors (with `splits`, the images in each split, so that a resume on
+    other data is refused). Written as a .partial folder and
     renamed when whole; then older checkpoints go. Returns the folder."""
     out = Path(out)
     for left in [*out.glob("*.partial"), *out.glob("*.old")]:  # left by a crash
@@ -94,7 +97,7 @@ def save_checkpoint(
     }
     _write(model.state_dict(), meta, partial / CHECKPOINT)
     if optimizer is not None:
-        tensors, extra = _train_state(optimizer, scheduler, scaler, history)
+        tensors, extra = _train_state(optimizer, scheduler, scaler, history, splits)
         _write(tensors, {**meta, **extra}, partial / TRAIN_STATE)
     shutil.rmtree(folder, ignore_errors=True)  # the same epoch, saved again
     os.replace(partial, folder)  # from here on, the new checkpoint is there whole
@@ -257,11 +260,25 @@ def load_checkpoint(path, model=None, device="cpu"):
     model.load_state_dict(load_file(str(path), device=str(device)))
     return model.to(device), info
 
+# %% ../notebooks/06c_checkpoints.ipynb #c012s
+def _check_splits(folder: Path, meta: dict, splits) -> None:
+    """A resume must see the data its run began with: refuse a training state saved for
+    other split sizes (a state saved without them, or a call without them, passes)."""
+    stored = json.loads(meta.get("splits", "null"))
+    if splits is not None and stored is not None and stored != splits:
+        raise ValueError(
+            f"the checkpoint in {folder} was trained on other splits ({stored}; now "
+            f"{splits}): resume with the same data (the same --val-size and subsets), "
+            "or start a new run in another folder"
+        )
+
 # %% ../notebooks/06c_checkpoints.ipynb #c012
-def load_train_state(folder: Path, optimizer, scheduler, scaler, config) -> dict:
+def load_train_state(
+    folder: Path, optimizer, scheduler, scaler, config, splits=None
+) -> dict:
     """Restore the optimizer, the scheduler and the gradient scaler from a checkpoint
-    folder; returns the history. Refuses a state written for another TrainConfig, and a
-    file that restores no state."""
+    folder; returns the history. Refuses a state written for another TrainConfig or for
+    other `splits` (_check_splits), and a file that restores no state."""
     path = folder / TRAIN_STATE
     if not path.is_file():  # save_checkpoint without an optimizer: the model alone
         raise NotACheckpoint(
@@ -275,6 +292,7 @@ def load_train_state(folder: Path, optimizer, scheduler, scaler, config) -> dict
             f"{_differences(saved, asdict(config))}): resume with the same settings, "
             "or start a new run in another folder"
         )
+    _check_splits(folder, meta, splits)
     with safe_open(str(path), "pt", device="cpu") as f:
         tensors = {k: f.get_tensor(k) for k in f.keys()}
     try:

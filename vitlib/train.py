@@ -2,7 +2,7 @@
 
 # %% auto #0
 __all__ = ['LOCK', 'NOT_TESTED', 'distributed', 'all_sum', 'precision', 'compiled', 'Diverged', 'first_non_finite', 'train_epoch',
-           'RunRefused', 'run_lock', 'train', 'load_teacher', 'main']
+           'RunRefused', 'run_lock', 'split_sizes', 'train', 'load_teacher', 'main']
 
 # %% ../notebooks/06d_training_for_real.ipynb #c003
 import argparse
@@ -218,6 +218,11 @@ def run_lock(out):
 NOT_TESTED = {"loss": math.nan, "accuracy": math.nan}
 
 
+def split_sizes(data) -> dict:
+    """{split: images} of `data`: a run's checkpoints keep it, and a resume must match."""
+    return {s: len(getattr(data, f"{s}_labels")) for s in ("train", "val", "test")}
+
+
 def _prepare(model, data, config, out, resume, stop_after, tested=True) -> tuple:
     """A run's pieces: this rank's loader, the optimizer and its schedule, the gradient
     scaler, and the history so far (empty, or read back from out/ when resuming). A run
@@ -232,7 +237,7 @@ def _prepare(model, data, config, out, resume, stop_after, tested=True) -> tuple
         try:
             _, info = load_checkpoint(out, model, data.device)
             state = (optimizer, scheduler, scaler, config)
-            history = load_train_state(info["folder"], *state)
+            history = load_train_state(info["folder"], *state, splits=split_sizes(data))
         except ValueError as error:  # another config, or no usable checkpoint
             raise RunRefused(str(error), "resume") from None
     return loader, optimizer, scheduler, scaler, history
@@ -318,7 +323,8 @@ def _loop(model, data, config, out, resume, stop_after, progress, hooks) -> dict
         bar.set_postfix_str(f"epoch {epoch + 1}: {_accuracies(row)}")
         if out is not None and rank == 0:
             state = (optimizer, scheduler, scaler, epoch + 1, history)
-            save_checkpoint(out, model, config, *state, dataset=data.name)
+            sizes = split_sizes(data)
+            save_checkpoint(out, model, config, *state, dataset=data.name, splits=sizes)
         if world > 1:
             dist.barrier()
         if after_epoch is not None:
