@@ -167,7 +167,7 @@ class MaskedLoss:
 
 def pretrain(model: MaskedViT, data: ImageData, config: TrainConfig, watch=None, at=()):
     """Masked patch prediction on data's training images, through chapter 6's `train` with
-    MaskedLoss at model.config.mask_ratio (no test split is measured). `watch` = (images,
+    MaskedLoss at model.config.mask_ratio (no split is measured). `watch` = (images,
     mask): their predictions are kept after each epoch in `at` (0: before training).
     Returns {"loss": mean loss per epoch, "seconds": training time at each epoch's end,
     "snapshots": {epoch: predictions}}."""
@@ -230,7 +230,7 @@ def load_encoder(path, model: ViT) -> ViT:
 # %% ../notebooks/10_pretraining.ipynb #p033
 def labelled_subset(data: ImageData, per_class: int, seed: int = 0) -> ImageData:
     """`data` with only `per_class` training images of each class, drawn at random with
-    `seed`: the labelled few. The test split and the statistics are kept."""
+    `seed`: the labelled few. The other splits and the statistics are kept."""
     g, labels = torch.Generator().manual_seed(seed), data.train_labels.cpu()
     picked = []
     for c in range(data.num_classes):
