@@ -57,7 +57,7 @@ def _train(flags: list, out_root, budget, device, seed: int) -> tuple:
     args += ["--device", device]
     return args, main(args + ["--no-progress", "--overwrite"])  # a re-run replaces it
 
-
+# %% ../notebooks/07_recipes_cifar10.ipynb #c006a
 def run_ablations(
     out_root="runs/ablations", rows=None, budget=None, device="auto", seeds=SEEDS
 ) -> list:
