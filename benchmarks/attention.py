@@ -11,9 +11,10 @@ peak memory.
 """
 
 import argparse
-import sys
 
 import torch
+from _devices import add_device_flag
+from _devices import devices as devices_to_time
 
 from vitlib.attention import (
     MultiHeadAttention,
@@ -91,17 +92,9 @@ def main():
     parser.add_argument("--batch", type=int, default=pick(full=32, smoke=2))
     parser.add_argument("--tokens", type=int, default=pick(full=197, smoke=17))
     parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument(
-        "--device",
-        choices=["cpu", "cuda"],
-        help="time on this device only (default: the CPU, then a CUDA GPU if there is one)",
-    )
+    add_device_flag(parser)
     args = parser.parse_args()
-    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    if args.device:
-        if args.device not in devices:
-            sys.exit(f"--device {args.device}: no GPU here")
-        devices = [args.device]
+    devices = devices_to_time(args.device)
     print(log_header())
     for device in devices:
         run(device, args.batch, args.tokens, args.rounds)

@@ -20,9 +20,10 @@ lines of each run are `plain ratios: ...` and `fast ratios: ...`, one ratio per 
 """
 
 import argparse
-import sys
 
 import torch
+from _devices import add_device_flag
+from _devices import devices as devices_to_time
 
 from vitlib.model import vit_base, vit_small
 from vitlib.pretrained import FastViT, to_timm
@@ -80,18 +81,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--no-compile", action="store_true", help="eager mode only")
-    parser.add_argument(
-        "--device",
-        choices=["cpu", "cuda"],
-        help="time on this device only (default: the CPU, then a CUDA GPU if there is one)",
-    )
+    add_device_flag(parser)
     args = parser.parse_args()
     print(log_header())
-    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    if args.device:
-        if args.device not in devices:
-            sys.exit(f"--device {args.device}: no GPU here")
-        devices = [args.device]
+    devices = devices_to_time(args.device)
     for device in devices:
         print(f"\n{hardware(device)}{' (bf16 autocast)' if device == 'cuda' else ''}")
         ratios = []

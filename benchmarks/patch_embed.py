@@ -10,6 +10,7 @@ einops / Conv2d (below 1: einops is faster). The chapter shows the same table fo
 import argparse
 
 import torch
+from _devices import devices as devices_to_time
 
 from vitlib.patches import PatchEmbed, conv_to_linear
 from vitlib.utils import autocast, hardware, log_header, measure, pick
@@ -43,7 +44,7 @@ def main():
     parser.add_argument("--patch", type=int, default=16)
     parser.add_argument("--size", type=int, default=224)
     args = parser.parse_args()
-    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    devices = devices_to_time()
     print(log_header())
     print(
         f"batch {args.batch} x 3 x {args.size} x {args.size}, patch {args.patch}, d = {args.dim}"

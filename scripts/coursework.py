@@ -35,7 +35,7 @@ import nbformat
 sys.path.insert(
     0, str(Path(__file__).parent)
 )  # scripts/, when loaded by path (the tests)
-from run_times import machine, minutes  # noqa: E402
+from run_times import machine, minutes, records  # noqa: E402
 from student_edition import CHECK, MODEL_ANSWER, PROMPT, chapters  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -173,7 +173,7 @@ def guide_table(notebooks: list) -> str:
         meta = book.metadata.get("vitlib", {})
         run_text = "not recorded"
         if meta.get("run"):  # the latest run first, then the other kind's, marked older
-            runs = {**meta.get("runs", {}), machine(meta["run"]["on"]): meta["run"]}
+            runs = records(meta)
             latest = machine(meta["run"]["on"])
             run_text = "; ".join(
                 f"{minutes(r['seconds'])} on {kind}" + ("" if kind == latest else " †")

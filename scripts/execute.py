@@ -25,7 +25,7 @@ from nbclient import NotebookClient
 from vitlib.utils import hardware
 
 sys.path.insert(0, str(Path(__file__).parent))
-from run_times import machine  # noqa: E402
+from run_times import machine, records  # noqa: E402
 
 POLL_SECONDS = 1.0
 
@@ -77,11 +77,8 @@ def main():
         ).execute()
         seconds = time.perf_counter() - start
         record = {"seconds": round(seconds), "on": hardware()}
-        before = nb.metadata.get("vitlib", {})
-        runs = dict(before.get("runs", {}))
-        if before.get("run"):  # a page recorded before `runs` existed keeps its run
-            runs.setdefault(machine(before["run"]["on"]), before["run"])
-        runs[machine(record["on"])] = record  # the latest run on each kind of machine
+        runs = records(nb.metadata.get("vitlib", {}))  # the latest on each kind so far
+        runs[machine(record["on"])] = record
         nb.metadata["vitlib"] = {"run": record, "runs": runs}
         nbformat.write(nb, path)
         print(f"  done in {seconds:.0f} s", flush=True)

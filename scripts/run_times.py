@@ -38,6 +38,15 @@ def machine(hardware: str) -> str:
     return hardware.split(",")[0].removeprefix("CPU ").strip()
 
 
+def records(meta: dict) -> dict:
+    """{machine kind: record} of a notebook's `vitlib` metadata: the latest run on each kind,
+    the latest run of all (`run`) always among them; {} for a page never run."""
+    found = dict(meta.get("runs", {}))
+    if meta.get("run"):
+        found[machine(meta["run"]["on"])] = meta["run"]
+    return found
+
+
 def runs(root: Path = ROOT) -> dict:
     """{notebook stem: {machine kind: record}} of the chapters, in file-name order; a record
     is {"seconds", "on"} and, for a run of an earlier version of the page, "commit". The
@@ -46,9 +55,7 @@ def runs(root: Path = ROOT) -> dict:
     for path in sorted((root / "notebooks").glob("[0-9]*.ipynb")):
         meta = json.loads(path.read_text())["metadata"].get("vitlib", {})
         if meta.get("run"):
-            records = dict(meta.get("runs", {}))
-            records[machine(meta["run"]["on"])] = meta["run"]
-            found[path.stem] = records
+            found[path.stem] = records(meta)
     return found
 
 

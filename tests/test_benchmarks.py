@@ -13,7 +13,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = [
     # browser_latency opens the built site in Chromium: skips without it (fails under CI=true)
     pytest.param(p, marks=pytest.mark.browser) if p.stem == "browser_latency" else p
-    for p in sorted((ROOT / "benchmarks").glob("*.py"))
+    for p in sorted(
+        (ROOT / "benchmarks").glob("[!_]*.py")
+    )  # _devices.py is shared code
 ]
 
 
