@@ -693,7 +693,7 @@ def _run(args, argv, parser, settings, device) -> dict:
     history = train(model, data, config, args.out, **options)
     run = dict(dataset=dataset, preset=preset, model_changes=model_changes)
     run |= dict(architecture=architecture, teacher=args.teacher)
-    run |= dict(val_size=len(data.val_labels), train_size=len(data.train_labels))
+    run |= {f"{split}_size": n for split, n in split_sizes(data).items()}
     metrics = _metrics(run, config, parameters, history, device, argv)
     if rank == 0:
         with atomic_write(Path(args.out) / "metrics.json") as partial:
