@@ -1,6 +1,7 @@
 """Every benchmark script runs (in smoke mode: tiny sizes, short timings) and prints its ratios
 (time_to_accuracy: its last line)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -26,6 +27,8 @@ def test_benchmark_runs(script):
         "patch_embed": ["--size", "32", "--dim", "16"],
         "time_to_accuracy": ["--seeds", "0", "1"],
         "browser_latency": ["--updates", "4"],
+        "modern_vit": ["--only", "baseline", "2D RoPE", "--seeds", "0", "1", "--test"]
+        + ["--combine", "registers", "shifted patches"],
     }.get(script.stem, [])
     result = subprocess.run(
         [sys.executable, str(script), *args],
@@ -46,6 +49,25 @@ def test_benchmark_runs(script):
         assert (
             " min_final_val_accuracy=" in lines[-1]
         )  # chosen on validation, both kept
+    elif (
+        script.stem == "modern_vit"
+    ):  # a JSON line per run (page 11 reads them), a table
+        runs = [json.loads(line[4:]) for line in lines if line.startswith("run {")]
+        assert [(r["row"], r["seed"]) for r in runs] == [
+            (row, seed)
+            for row in ("baseline", "2D RoPE", "combined: registers + shifted patches")
+            for seed in (0, 1)
+        ]
+        assert all(r["seconds"] >= r["budget"] for r in runs)  # trained to the clock
+        assert ["test_accuracy" in r for r in runs] == [
+            True,
+            True,
+            False,
+            False,
+            True,
+            True,
+        ]
+        assert lines[-1].startswith("combined: registers + shifted patches")
     else:
         assert "ratio" in result.stdout
 
