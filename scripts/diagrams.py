@@ -1231,7 +1231,8 @@ def draw_masked_prediction():
     "attention (chapter 3) and MLP (chapter 4) make up the Vision Transformer (chapter 5), "
     "whose head gives the class, and whose attention gives a map over the image (chapter "
     "8). Below: training it on a CPU (chapter 6), recipes that make it learn on small data "
-    "(chapter 7), a CNN beside it (chapter 9) and pretraining without labels (chapter 10).",
+    "(chapter 7), a CNN beside it (chapter 9), pretraining without labels (chapter 10) and "
+    "what changed in ViTs since, measured (chapter 11).",
 )
 def draw_roadmap():
     fig, ax = canvas(9.6, 4.3)
@@ -1284,21 +1285,100 @@ def draw_roadmap():
     label(ax, 8.75, 1.95, "attention map, ch. 8", size=8.5, colour="norm")
     # around it
     below = [
-        (0.45, 2.05, "ch. 6: train it on a CPU\n(data, loop, checkpoints)", "norm"),
-        (2.7, 2.05, "ch. 7: recipes that make\nit learn on small data", "norm"),
-        (4.95, 2.0, "ch. 9: a CNN beside it,\nand two helps", "norm"),
-        (7.15, 2.0, "ch. 10: learn without\nlabels, then fine-tune", "norm"),
+        (0.3, 1.75, "ch. 6: train it\non a CPU (data,\nloop, checkpoints)", "norm"),
+        (2.15, 1.75, "ch. 7: recipes\nthat make it learn\non small data", "norm"),
+        (4.0, 1.75, "ch. 9: a CNN\nbeside it, and\ntwo helps", "norm"),
+        (5.85, 1.75, "ch. 10: learn\nwithout labels,\nthen fine-tune", "norm"),
+        (7.7, 1.6, "ch. 11: what\nchanged since,\nmeasured", "norm"),
     ]
     for x, w, text, kind in below:
-        box(ax, x, 0.5, w, 0.8, text, kind, size=9)
+        box(ax, x, 0.45, w, 0.95, text, kind, size=9)
     label(
         ax,
         4.8,
         1.6,
-        "then: make it learn, compare it, pretrain it",
+        "then: make it learn, compare it, pretrain it, modernise it",
         size=9,
         colour="norm",
     )
+    return fig
+
+
+@diagram(
+    "modern-vit",
+    "notebooks/11_modern_vit.ipynb",
+    "Chapter 11's options on the ViT, left to right. The tokens: an optional class token, "
+    "register tokens (11.1), and the patch tokens, cut as plain or shifted patches (11.7); "
+    "positions are a learned or 2D sin-cos table added to the tokens, or rotary angles "
+    "applied inside attention (11.6). Each of the depth blocks is chapter 4's pre-norm "
+    "block: LayerNorm, attention with QK-norm (11.2) and rotary positions, a LayerScale "
+    "factor (11.3), a residual sum; LayerNorm, the MLP or SwiGLU (11.4), LayerScale, a "
+    "residual sum. At the end the registers are dropped and one vector per image is "
+    "pooled: the class token, the mean of the patch tokens, or attention pooling with one "
+    "learned query (11.5); the head gives the logits.",
+)
+def draw_modern_vit():
+    fig, ax = canvas(10.4, 4.6)
+    kinds = ["cls"] * 3 + ["patch"] * 4
+    names = ["cls", "reg", "reg", "1", "2", "…", "n"]
+    end = _tokens(ax, 0.35, 2.2, kinds, names, w=0.26, h=1.0)
+    label(ax, 0.48, 3.45, "class\ntoken?", size=8, colour="cls")
+    label(ax, 0.96, 3.45, "registers\n(11.1)", size=8, colour="cls")
+    label(ax, 1.95, 3.45, "patches, plain or\nshifted (11.7)", size=8, colour="patch")
+    text = "+ positions: learned,\n2D sin-cos, or none\n(RoPE acts in attention,\n11.6)"
+    label(ax, 1.4, 1.55, text, size=8, colour="pos")
+    label(ax, 1.4, 4.25, "tokens", size=10, fontweight="bold")
+    arrow(ax, (end + 0.05, 2.7), (end + 0.4, 2.7))
+    x0 = end + 0.45  # one block
+    frame = FancyBboxPatch(
+        (x0, 0.45),
+        3.35,
+        3.6,
+        boxstyle="round,pad=0,rounding_size=0.1",
+        facecolor="none",
+        edgecolor=COLOURS["norm"],
+        linestyle="--",
+    )
+    ax.add_patch(frame)
+    label(ax, x0 + 1.675, 4.25, "block × depth (chapter 4)", size=10, fontweight="bold")
+    ax.plot([x0 + 3.0, x0 + 3.0], [3.85, 0.6], color=COLOURS["ink"], lw=1.2, zorder=0.5)
+    label(ax, x0 + 3.0, 3.95, "stream", size=8, colour="norm")
+    rows = [
+        ("LayerNorm", "norm"),
+        ("attention: QK-norm (11.2),\nRoPE turns q, k (11.6)", "attn"),
+        ("× γ  LayerScale (11.3)", "mlp"),
+        ("LayerNorm", "norm"),
+        ("MLP or SwiGLU (11.4)", "mlp"),
+        ("× γ  LayerScale (11.3)", "mlp"),
+    ]
+    y = 3.55
+    for i, (text, kind) in enumerate(rows):
+        h = 0.5 if "\n" in text else 0.36
+        box(ax, x0 + 0.2, y - h, 2.5, h, text, kind, size=8.5)
+        if i in (2, 5):  # each branch is added to the stream
+            arrow(ax, (x0 + 2.72, y - h / 2), (x0 + 2.86, y - h / 2))
+            plus(ax, x0 + 3.0, y - h / 2)
+        if i < 5:
+            arrow(ax, (x0 + 1.45, y - h - 0.02), (x0 + 1.45, y - h - 0.12))
+        y -= h + 0.14
+    x1 = x0 + 3.5  # pooling and the head
+    arrow(ax, (x1 - 0.1, 2.7), (x1 + 0.25, 2.7))
+    label(
+        ax, x1 + 1.45, 4.25, "one vector per image (11.5)", size=10, fontweight="bold"
+    )
+    label(ax, x1 + 1.35, 3.75, "registers dropped", size=8.5, colour="cls")
+    pools = [("class token", "cls"), ("mean of the patches", "patch")]
+    pools += [("attention pool:\none learned query", "attn")]
+    for i, (text, kind) in enumerate(pools):
+        yb = 3.05 - i * 0.75
+        box(
+            ax, x1 + 0.35, yb, 2.0, 0.55 if "\n" in text else 0.42, text, kind, size=8.5
+        )
+        if i:
+            label(ax, x1 + 0.2, yb + 0.22, "or", size=8, colour="norm")
+    arrow(ax, (x1 + 2.4, 2.45), (x1 + 2.65, 2.45))
+    box(ax, x1 + 2.7, 2.2, 0.65, 0.5, "head", "head", size=9)
+    label(ax, x1 + 3.02, 1.9, "logits", size=8.5, colour="norm")
     return fig
 
 

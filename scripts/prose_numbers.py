@@ -49,6 +49,8 @@ EXEMPT = {  # (page, number as printed): why it needs no output
         "10_pretraining",
         "7.5 GB",
     ): "arithmetic in the sentence: 50,000 images at 224x224x3",
+    ("11_modern_vit", "91%"): "the goal the chapter sets itself, not a result",
+    ("11_modern_vit", "300 seconds"): "the goal the chapter sets itself, not a result",
 }
 
 

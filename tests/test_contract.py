@@ -9,6 +9,7 @@ from torch import nn
 from vitlib.cnn import STEM, HelpedViT, HelpedViTConfig, ResNet
 from vitlib.loop import parameter_groups, unwrapped
 from vitlib.model import ViT, ViTConfig, parameter_counts
+from vitlib.modern import ModernViT, ModernViTConfig
 from vitlib.pretrain import MaskedViT, MaskedViTConfig
 from vitlib.pretrained import FastViT
 from vitlib.rollout import attention_rollout, cls_map
@@ -27,6 +28,13 @@ def models():
             config = HelpedViTConfig(**SHAPE, stem=stem, distilled=distilled)
             yield f"HelpedViT stem={stem} distilled={distilled}", HelpedViT(config)
     yield "MaskedViT", MaskedViT(MaskedViTConfig(**SHAPE))
+    modern = dict(registers=2, qk_norm=True, layer_scale=1e-5, mlp="swiglu")
+    yield "ModernViT registers", ModernViT(ModernViTConfig(**SHAPE, **modern))
+    modern = dict(registers=1, class_token=False, pool="map", pos="rope")
+    modern |= dict(tokenizer="shifted", dim=32)
+    yield "ModernViT rope map", ModernViT(ModernViTConfig(**{**SHAPE, **modern}))
+    modern = dict(registers=3, class_token=False, pool="mean", pos_prefix=False)
+    yield "ModernViT mean", ModernViT(ModernViTConfig(**SHAPE, **modern))
     yield "ResNet", ResNet(img_size=16, in_channels=1, num_classes=5, widths=(8, 16))
 
 
@@ -89,6 +97,12 @@ def test_the_learned_tokens_of_each_model_are_named():
     assert distilled.no_weight_decay() == {"cls_token", "dist_token", "pos_embed"}
     assert "mask_token" in MODELS["MaskedViT"].no_weight_decay()
     assert MODELS["ResNet"].no_weight_decay() == set()
+    registers = {"cls_token", "reg_token", "pos_embed"}
+    assert MODELS["ModernViT registers"].no_weight_decay() == registers
+    assert MODELS["ModernViT rope map"].no_weight_decay() == {
+        "reg_token",
+        "attn_pool.latent",
+    }
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -99,7 +113,14 @@ def test_prefix_tokens_are_the_tokens_before_the_patches(name):
         return
     tokens = model.forward_features(images(model))
     assert tokens.shape[1] == model.num_prefix_tokens + model.config.num_patches
-    assert model.pos_embed.shape[1] == tokens.shape[1]
+    rows = (
+        tokens.shape[1] - model.config.num_patches
+    )  # the prefix tokens' own positions
+    rows *= getattr(
+        model.config, "pos_prefix", True
+    )  # (none with timm's no_embed_class)
+    if model.pos_embed is not None:  # (rotary positions have no table)
+        assert model.pos_embed.shape[1] == model.config.num_patches + rows
     maps = model.attention_maps(images(model))
     grid = model.config.grid
     prefix = model.num_prefix_tokens
@@ -111,8 +132,11 @@ def test_prefix_tokens_are_the_tokens_before_the_patches(name):
 @pytest.mark.parametrize("name", VITS)
 def test_resize_keeps_the_prefix_tokens_and_runs_at_the_new_size(name):
     model = MODELS[name]
-    before = model.pos_embed.detach().clone()
+    before = None if model.pos_embed is None else model.pos_embed.detach().clone()
     prefix = model.num_prefix_tokens
+    rows = prefix * getattr(
+        model.config, "pos_prefix", True
+    )  # prefix rows of positions
     resized = type(model)(model.config)
     resized.load_state_dict(model.state_dict())
     resized.resize(24).eval()
@@ -120,7 +144,7 @@ def test_resize_keeps_the_prefix_tokens_and_runs_at_the_new_size(name):
         prefix + resized.config.num_patches
     )
     if isinstance(model.pos_embed, nn.Parameter):  # the prefix rows are carried over
-        torch.testing.assert_close(resized.pos_embed[:, :prefix], before[:, :prefix])
+        torch.testing.assert_close(resized.pos_embed[:, :rows], before[:, :rows])
     assert resized(images(model, 24)).shape == (2, 5)
 
 

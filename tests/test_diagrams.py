@@ -29,6 +29,7 @@ EXPECTED = {
     "notebooks/08b_attention_maps.ipynb": {"rollout"},
     "notebooks/09_cnn_vs_vit.ipynb": {"conv-stem", "distillation-token"},
     "notebooks/10_pretraining.ipynb": {"masked-prediction"},
+    "notebooks/11_modern_vit.ipynb": {"modern-vit"},
 }
 IMAGE = re.compile(r"!\[([^\]]*)\]\((?:attachment:|diagrams/)([\w-]+)\.svg\)")
 

@@ -3,7 +3,7 @@
 Every module except this file is generated from the book's notebooks (`make export`);
 edit the notebook, never the module.
 
-Importing the package imports every chapter's module up to chapter 9, so that page 5a's
+Importing the package imports every chapter's module up to chapter 11, so that page 5a's
 model registry (`vitlib.model.ARCHITECTURES`) holds every class they define, whatever is
 imported first. Four modules are imported on demand, not here: `vitlib.train` (page 6d's
 training run and the command line `python -m vitlib.train`), and `vitlib.ablations`,
@@ -26,6 +26,7 @@ from . import (
     live,
     loop,
     model,
+    modern,
     patches,
     positions,
     pretrained,
@@ -54,6 +55,7 @@ from .model import (
     vit_small,
     vit_tiny,
 )
+from .modern import ModernViT, ModernViTConfig
 from .patches import LinearPatchEmbed, PatchEmbed, patchify, unpatchify
 from .positions import patch_grid, resample_pos_embed, sincos_2d
 from .pretrained import (
@@ -76,6 +78,7 @@ __all__ = [
     "live",
     "loop",
     "model",
+    "modern",
     "patches",
     "positions",
     "pretrained",
@@ -86,6 +89,8 @@ __all__ = [
     "DeviceLoader",
     "FastViT",
     "HelpedViT",
+    "ModernViT",
+    "ModernViTConfig",
     "RECIPES",
     "ResNet",
     "TrainConfig",

@@ -439,6 +439,7 @@ HOMES = {  # vitlib.checks.<module> holds the checks of the page that wrote vitl
         "check_fixed_masked_mse",
         "check_patch_targets_by_hand",
     ),
+    "modern": ("check_rope_by_hand", "check_fixed_shifted_copies"),
 }
 _HOME = {name: module for module, names in HOMES.items() for name in names}
 
