@@ -5,6 +5,11 @@ final validation and test accuracies; then the minimum and the mean over the see
     python benchmarks/time_to_accuracy.py --device cpu --seeds 0 1 2    # fashion-cpu, 90%
     python benchmarks/time_to_accuracy.py --device cuda --seeds 0 1 2   # fashion-gpu, 93.0%
     python benchmarks/time_to_accuracy.py --recipe NAME --target 0.92   # any recipe
+    python benchmarks/time_to_accuracy.py --recipe A B --seeds 0 1 2    # A against B
+
+With several recipes, each seed runs every recipe before the next seed starts (seed 0 of A,
+seed 0 of B, seed 1 of A, ...), so a machine that speeds up or slows down during the run
+touches every recipe alike; a line then says whether their validation ranges are apart.
 
 The recipes are vitlib.loop.RECIPES; each is also one command line:
     python -m vitlib.train --recipe fashion-cpu --seed 3 --out runs/fashion-cpu
@@ -12,9 +17,10 @@ The recipes are vitlib.loop.RECIPES; each is also one command line:
 It runs the recipe through `python -m vitlib.train`'s own code, with its validation split
 (5,000 training images held out, the same for every seed). Seconds count training steps
 only (torch.compile's compilation, inside the first epoch, included); loading the data, the
-evaluations and the checkpoint after each epoch are not counted. The last line reads:
+evaluations and the checkpoint after each epoch are not counted. The last line (one per
+recipe, the last recipe's last) reads:
 min_final_test_accuracy=A mean_final_test_accuracy=M max_final_test_accuracy=X
-min_final_val_accuracy=V max_final_val_accuracy=W max_seconds=S device=D
+min_final_val_accuracy=V max_final_val_accuracy=W max_seconds=S device=D recipe=R
 """
 
 import argparse
@@ -62,35 +68,10 @@ def seconds_to(target: float, history: dict) -> float:
     return math.inf
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", choices=sorted(TARGETS), default="cpu")
-    parser.add_argument("--recipe", help="a recipe of vitlib.loop.RECIPES")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
-    parser.add_argument("--target", type=float, help="test accuracy to reach (0-1)")
-    parser.add_argument(
-        "--data", help="dataset folder (default: VITLIB_DATA or ./data)"
-    )
-    args = parser.parse_args()
-    if args.device == "cuda" and not torch.cuda.is_available():
-        sys.exit("--device cuda: no GPU here")
-    target = args.target or TARGETS[args.device]
-    recipe = args.recipe or RECIPE_FOR[args.device]
-    print(log_header())
-    print(f"recipe {recipe}, seeds {args.seeds}, target {target:.1%}")
-    rows = []
-    for seed in args.seeds:
-        history = run(recipe, seed, args.device, args.data)["history"]
-        print()
-        for split in ("val", "test"):
-            epochs = " ".join(f"{a:.4f}" for a in history[f"{split}_accuracy"])
-            print(f"seed {seed}: {split} accuracy per epoch: {epochs}")
-        seconds = [round(s, 1) for s in history["seconds"]]
-        print(f"seed {seed}: seconds per epoch: {seconds}")
-        rows.append((seed, seconds_to(target, history), history["test_accuracy"][-1]))
-        rows[-1] += (sum(history["seconds"]), history["val_accuracy"][-1])
+def report(recipe: str, rows: list, device: str) -> tuple:
+    """Print one recipe's table and summary line; its (min, max) final validation accuracy."""
     head = f"{'seed':>4} {'s to target':>11} {'final acc':>9} {'training s':>10}"
-    print(f"\n{head} {'final val':>9}")
+    print(f"\nrecipe {recipe}\n{head} {'final val':>9}")
     for seed, reached, final, total, val in rows:
         print(f"{seed:4d} {reached:11.1f} {final:9.4f} {total:10.1f} {val:9.4f}")
     finals, totals, vals = (
@@ -110,8 +91,55 @@ def main():
         f"min_final_val_accuracy={min(vals):.4f} "
         f"max_final_val_accuracy={max(vals):.4f} "
         f"max_seconds={max(totals):.1f} "
-        f"device={args.device}:{hardware(args.device).split(',')[0]}"
+        f"device={device}:{hardware(device).split(',')[0]} recipe={recipe}"
     )
+    return min(vals), max(vals)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", choices=sorted(TARGETS), default="cpu")
+    parser.add_argument(
+        "--recipe", nargs="+", help="one or more recipes of vitlib.loop.RECIPES"
+    )
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--target", type=float, help="test accuracy to reach (0-1)")
+    parser.add_argument(
+        "--data", help="dataset folder (default: VITLIB_DATA or ./data)"
+    )
+    args = parser.parse_args()
+    if args.device == "cuda" and not torch.cuda.is_available():
+        sys.exit("--device cuda: no GPU here")
+    target = args.target or TARGETS[args.device]
+    recipes = args.recipe or [RECIPE_FOR[args.device]]
+    print(log_header())
+    print(f"recipes {recipes}, seeds {args.seeds}, target {target:.1%}")
+    rows = {recipe: [] for recipe in recipes}
+    for seed in args.seeds:  # every recipe for this seed before the next seed
+        for recipe in recipes:
+            history = run(recipe, seed, args.device, args.data)["history"]
+            print(f"\nrecipe {recipe}")
+            for split in ("val", "test"):
+                epochs = " ".join(f"{a:.4f}" for a in history[f"{split}_accuracy"])
+                print(f"seed {seed}: {split} accuracy per epoch: {epochs}")
+            seconds = [round(s, 1) for s in history["seconds"]]
+            print(f"seed {seed}: seconds per epoch: {seconds}")
+            rows[recipe].append(
+                (seed, seconds_to(target, history), history["test_accuracy"][-1])
+            )
+            rows[recipe][-1] += (sum(history["seconds"]), history["val_accuracy"][-1])
+    if len(recipes) > 1:  # the book's rule: a difference is real where ranges don't overlap
+        ranges = {r: (min(x[4] for x in v), max(x[4] for x in v)) for r, v in rows.items()}
+        order = sorted(recipes, key=lambda r: ranges[r][1], reverse=True)
+        for better, worse in zip(order, order[1:]):
+            apart = ranges[better][0] > ranges[worse][1]
+            print(
+                f"\nvalidation: {better} {ranges[better][0]:.4f}-{ranges[better][1]:.4f}"
+                f", {worse} {ranges[worse][0]:.4f}-{ranges[worse][1]:.4f}: "
+                + ("apart" if apart else "overlapping")
+            )
+    for recipe in recipes:
+        report(recipe, rows[recipe], args.device)
 
 
 if __name__ == "__main__":

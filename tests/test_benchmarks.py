@@ -25,7 +25,8 @@ def test_benchmark_runs(script):
     env = dict(os.environ, VITLIB_SMOKE="1")
     args = {
         "patch_embed": ["--size", "32", "--dim", "16"],
-        "time_to_accuracy": ["--seeds", "0", "1"],
+        "time_to_accuracy": ["--seeds", "0", "1", "--recipe", "fashion-cpu"]
+        + ["fashion-cpu-modern"],
         "browser_latency": ["--updates", "4"],
         "modern_vit": ["--only", "baseline", "2D RoPE", "--seeds", "0", "1", "--test"]
         + ["--combine", "registers", "shifted patches"],
@@ -49,6 +50,15 @@ def test_benchmark_runs(script):
         assert (
             " min_final_val_accuracy=" in lines[-1]
         )  # chosen on validation, both kept
+        # two recipes: seeds interleaved, one summary line each, their ranges compared
+        order = [line.split()[1] for line in lines if line.startswith("recipe fashion")]
+        assert order[:4] == ["fashion-cpu", "fashion-cpu-modern"] * 2
+        summaries = [line for line in lines if line.startswith("min_final_test")]
+        assert [s.split("recipe=")[1] for s in summaries] == [
+            "fashion-cpu",
+            "fashion-cpu-modern",
+        ]
+        assert any(line.startswith("validation: fashion-cpu") for line in lines)
     elif (
         script.stem == "modern_vit"
     ):  # a JSON line per run (page 11 reads them), a table
