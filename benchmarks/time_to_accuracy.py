@@ -38,8 +38,9 @@ TARGETS = {"cpu": 0.90, "cuda": 0.93}
 RECIPE_FOR = {"cpu": "fashion-cpu", "cuda": "fashion-gpu"}
 
 
-def run(recipe: str, seed: int, device: str, data=None) -> dict:
-    """Train `recipe` with `seed` on `device` through the command line's code; the metrics."""
+def run(recipe: str, seed: int, device: str, data=None, keep=None) -> dict:
+    """Train `recipe` with `seed` on `device` through the command line's code; the metrics.
+    `keep`: a folder for the run (its checkpoint stays there), else a temporary one."""
     argv = [
         "--recipe",
         recipe,
@@ -54,6 +55,8 @@ def run(recipe: str, seed: int, device: str, data=None) -> dict:
     if is_smoke():
         small = ["--train-subset", "512", "--test-subset", "256", "--epochs", "1"]
         argv += [*small, "--no-compile"]
+    if keep:
+        return train_cli([*argv, "--out", str(keep), "--overwrite"])
     with tempfile.TemporaryDirectory() as out:
         return train_cli([*argv, "--out", out])
 
@@ -107,6 +110,9 @@ def main():
     parser.add_argument(
         "--data", help="dataset folder (default: VITLIB_DATA or ./data)"
     )
+    parser.add_argument(
+        "--keep", help="keep each run in KEEP/RECIPE-seedN (page 8d measures them)"
+    )
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("--device cuda: no GPU here")
@@ -117,7 +123,8 @@ def main():
     rows = {recipe: [] for recipe in recipes}
     for seed in args.seeds:  # every recipe for this seed before the next seed
         for recipe in recipes:
-            history = run(recipe, seed, args.device, args.data)["history"]
+            keep = args.keep and f"{args.keep}/{recipe}-seed{seed}"
+            history = run(recipe, seed, args.device, args.data, keep)["history"]
             print(f"\nrecipe {recipe}")
             for split in ("val", "test"):
                 epochs = " ".join(f"{a:.4f}" for a in history[f"{split}_accuracy"])
