@@ -135,8 +135,11 @@ def main():
                 (seed, seconds_to(target, history), history["test_accuracy"][-1])
             )
             rows[recipe][-1] += (sum(history["seconds"]), history["val_accuracy"][-1])
-    if len(recipes) > 1:  # the book's rule: a difference is real where ranges don't overlap
-        ranges = {r: (min(x[4] for x in v), max(x[4] for x in v)) for r, v in rows.items()}
+    # the book's rule: a difference is real where the ranges of the seeds do not overlap
+    if len(recipes) > 1:
+        ranges = {
+            r: (min(x[4] for x in v), max(x[4] for x in v)) for r, v in rows.items()
+        }
         order = sorted(recipes, key=lambda r: ranges[r][1], reverse=True)
         for better, worse in zip(order, order[1:]):
             apart = ranges[better][0] > ranges[worse][1]
