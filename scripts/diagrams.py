@@ -1382,6 +1382,84 @@ def draw_modern_vit():
     return fig
 
 
+@diagram(
+    "deletion-curve",
+    "notebooks/08d_faithfulness.ipynb",
+    "The deletion curve. A map gives each of the image's 16 patches a score. The patches "
+    "are deleted in that order, highest score first: after 0, 1, 2, 4 and 16 deletions the "
+    "model's probability for the class it predicted on the whole image is read each time. "
+    "Plotted against the fraction of patches deleted, a faithful map's curve falls fast and "
+    "a random order's slowly; the area under the curve sums it up, low is good. The "
+    "insertion curve starts from the blank image and puts the patches back in the same "
+    "order: there a high area is good.",
+)
+def draw_deletion_curve():
+    fig, ax = canvas(10.4, 3.7)
+    order = [5, 9, 6, 10, 1, 13, 2, 14, 4, 8, 7, 11, 0, 3, 12, 15]  # a map's order
+    steps, probs = [0, 1, 2, 4, 16], ["0.97", "0.81", "0.55", "0.21", "0.12"]
+    size, step = 0.27, 0.29
+    for i, (k, p) in enumerate(zip(steps, probs)):
+        x0 = 0.4 + i * 1.45
+        gone = set(order[:k])
+        for cell in range(16):
+            r, c = divmod(cell, 4)
+            y = 1.45 + (3 - r) * step
+            if cell in gone:
+                ax.add_patch(
+                    Rectangle(
+                        (x0 + c * step, y),
+                        size,
+                        size,
+                        facecolor="#D9D9D9",
+                        edgecolor="white",
+                        linewidth=0.8,
+                    )
+                )
+            else:
+                square(ax, x0 + c * step, y, size, "patch", light=(r + c) % 2 == 0)
+        label(ax, x0 + 2 * step, 2.85, f"{k} deleted", size=9)
+        label(ax, x0 + 2 * step, 1.2, f"p = {p}", size=9.5, colour="head")
+        if i < len(steps) - 1:
+            arrow(ax, (x0 + 4 * step + 0.05, 2.0), (x0 + 1.4, 2.0))
+    text = "highest score first: the map's order;\np: the probability of the class the "
+    label(
+        ax,
+        3.3,
+        0.65,
+        text + "model\npredicted for the whole image",
+        size=8.5,
+        colour="norm",
+    )
+    # the curve: probability against the fraction deleted
+    x0, y0, w, h = 7.75, 0.75, 2.3, 2.2
+    arrow(ax, (x0, y0), (x0 + w + 0.1, y0), width=1.0)
+    arrow(ax, (x0, y0), (x0, y0 + h + 0.1), width=1.0)
+    label(ax, x0 + w / 2, y0 - 0.3, "fraction of patches deleted", size=8.5)
+    label(ax, x0 - 0.2, y0 + h / 2, "p", size=10, colour="head")
+    xs = [i / 16 for i in range(17)]
+    faithful = [0.12 + 0.85 * (1 - x) ** 6 for x in xs]
+    random_ = [0.12 + 0.85 * (1 - x) ** 1.4 for x in xs]
+    fx = [x0 + w * x for x in xs]
+    ax.fill_between(
+        fx, y0, [y0 + h * p for p in faithful], color=tint(COLOURS["attn"], 0.6)
+    )
+    ax.plot(fx, [y0 + h * p for p in faithful], color=COLOURS["attn"], lw=1.8)
+    ax.plot(fx, [y0 + h * p for p in random_], color=COLOURS["norm"], lw=1.4, ls="--")
+    label(ax, x0 + 1.25, y0 + 1.55, "random order", size=8.5, colour="norm", ha="left")
+    label(
+        ax,
+        x0 + 1.05,
+        y0 + 0.95,
+        "faithful map:\nsmall area",
+        size=8.5,
+        colour="attn",
+        ha="left",
+    )
+    arrow(ax, (x0 + 1.0, y0 + 0.9), (x0 + 0.45, y0 + 0.3), kind="attn", width=1.0)
+    label(ax, x0 + w / 2, 3.35, "the deletion curve", size=10, fontweight="bold")
+    return fig
+
+
 # --- writing the files and the attachments ---
 
 

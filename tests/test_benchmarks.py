@@ -78,6 +78,16 @@ def test_benchmark_runs(script):
             True,
         ]
         assert lines[-1].startswith("combined: registers + shifted patches")
+    elif script.stem == "faithfulness":  # a JSON line per model (page 8d reads them)
+        runs = [json.loads(line[4:]) for line in lines if line.startswith("run {")]
+        assert [(r["recipe"], r["seed"]) for r in runs] == [("fashion-cpu", 0)]
+        areas = runs[0]["occlusion"]
+        assert 0 <= areas["deletion"] <= 1 and 0 <= areas["insertion"] <= 1
+        assert len(areas["deletion per class"]) == 10
+        assert {"random 1", "random 2", "random 3", "gradient x attention"} <= set(
+            runs[0]
+        )
+        assert lines[-1].startswith("fashion-cpu ") and "random 3" in lines[-1]
     else:
         assert "ratio" in result.stdout
 

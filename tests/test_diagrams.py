@@ -27,6 +27,7 @@ EXPECTED = {
     "notebooks/05a_vit.ipynb": {"vit"},
     "notebooks/06b_fashion_mnist.ipynb": {"train-step"},
     "notebooks/08b_attention_maps.ipynb": {"rollout"},
+    "notebooks/08d_faithfulness.ipynb": {"deletion-curve"},
     "notebooks/09_cnn_vs_vit.ipynb": {"conv-stem", "distillation-token"},
     "notebooks/10_pretraining.ipynb": {"masked-prediction"},
     "notebooks/11_modern_vit.ipynb": {"modern-vit"},

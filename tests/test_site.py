@@ -353,6 +353,108 @@ def test_live_demo_runs_the_model_in_the_browser(server, browser):
     assert not errors, f"the browser console reported errors: {errors}"
 
 
+# --- page 8d: the demo's maps and the deletion curve, played ---------------------------------
+
+
+def test_demo_follows_the_chosen_map_and_plays_its_deletion_curve(server, browser):
+    import base64
+
+    import numpy as np
+    import onnxruntime
+    import torch
+
+    from vitlib.faithfulness import deletion_curve
+
+    browser.get(f"{server}/notebooks/08d_faithfulness.html")
+    wait_for(
+        browser,
+        "const r = document.querySelector('[data-live-vit]');"
+        "return r && (r.dataset.ready || r.dataset.error)",
+        "page 8d's demo to load its model",
+        timeout=60,
+    )
+    spec = json.loads(
+        browser.execute_script(
+            "return document.querySelector(\"[data-live-vit] script[type='application/json']\").textContent"
+        )
+    )
+    assert {"gradient x attention", "gradient x input", "occlusion"} <= set(
+        spec["maps"]
+    )
+    state = live_state(browser)
+    assert not state["error"], f"the demo failed: {state['error']}"
+    h, w = spec["image_size"]
+    pixels = np.frombuffer(
+        base64.b64decode(spec["images"][0]["pixels"]), dtype=np.uint8
+    )
+    x = (
+        torch.from_numpy(pixels.copy()).view(1, 1, h, w).float() / 255 - spec["mean"][0]
+    ) / spec["std"][0]
+    session = onnxruntime.InferenceSession(str(SITE / "_static" / spec["model"]))
+    _, attention = session.run(None, {"images": x.numpy()})
+
+    def choose(method):
+        before = live_state(browser)["updates"]
+        browser.execute_script(
+            "const s = document.querySelector('.live-method'); s.value = arguments[0];"
+            "s.dispatchEvent(new Event('change'))",
+            method,
+        )
+        wait_for_update(browser, before)
+        return browser.execute_script(
+            "const r = document.querySelector('[data-live-vit]');"
+            "return [r.dataset.method, JSON.parse(r.dataset.map)]"
+        )
+
+    # the last layer's attention, computed in the browser: the class token's row, heads averaged
+    method, heat = choose("attention")
+    expected = attention[-1, 0, :, 0, 1:].mean(0)
+    assert method == "attention"
+    np.testing.assert_allclose(heat, expected, atol=1e-5)
+    # a precomputed map: the page's numbers for this image, as they are
+    method, heat = choose("occlusion")
+    assert method == "occlusion"
+    np.testing.assert_allclose(heat, spec["maps"]["occlusion"][0], atol=1e-6)
+
+    # the playback: the patches go in the map's order; the curve is vitlib's deletion curve
+    browser.find_element("css selector", ".live-delete").click()
+    wait_for(
+        browser,
+        "const r = document.querySelector('[data-live-vit]');"
+        "return r.dataset.error || r.dataset.deletion",
+        "the deletion curve to play",
+        timeout=60,
+    )
+    error = browser.execute_script(
+        "return document.querySelector('[data-live-vit]').dataset.error || null"
+    )
+    assert not error, f"the demo failed while playing: {error}"
+    played = json.loads(
+        browser.execute_script(
+            "return document.querySelector('[data-live-vit]').dataset.deletion"
+        )
+    )
+    order = json.loads(
+        browser.execute_script(
+            "return document.querySelector('[data-live-vit]').dataset.deletionOrder"
+        )
+    )
+    scores = torch.tensor([spec["maps"]["occlusion"][0]])
+    assert order == torch.sort(scores[0], descending=True, stable=True).indices.tolist()
+
+    def model(images):
+        return torch.from_numpy(session.run(None, {"images": images.numpy()})[0])
+
+    blank = (spec["blank"] / 255 - spec["mean"][0]) / spec["std"][0]
+    expected = deletion_curve(
+        model, x, scores, tuple(spec["patch_size"]), baseline=blank
+    )[0]
+    assert len(played) == len(order) + 1 == 17
+    np.testing.assert_allclose(played, expected.numpy(), atol=1e-3)
+    errors = site_browser.console_errors(browser)
+    assert not errors, f"the browser console reported errors: {errors}"
+
+
 # --- the chapters' pickers without a kernel (book/static/vit-widgets.js) --------------------
 
 

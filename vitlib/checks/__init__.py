@@ -429,6 +429,7 @@ HOMES = {  # vitlib.checks.<module> holds the checks of the page that wrote vitl
     "viz": ("check_fixed_upsample", "check_blend"),
     "rollout": ("check_fixed_rollout_step", "check_head_distance"),
     "live": ("check_rollout_numpy", "check_fixed_occlude"),
+    "faithfulness": ("check_deletion_curve_by_hand", "check_fixed_insertion_curve"),
     "cnn": (
         "check_shift_by_hand",
         "check_fixed_principal_filters",
