@@ -6,6 +6,7 @@ recipes and seeds.
         --seeds 0 1 2 --keep notebooks/runs/seeds          # trains the six models
     python benchmarks/faithfulness.py --runs notebooks/runs/seeds \\
         --recipes fashion-cpu fashion-cpu-modern --seeds 0 1 2 --images 2000
+    python benchmarks/faithfulness.py ... --device cuda   # the same in float32 on a GPU
 
 Each model is the checkpoint in RUNS/RECIPE-seedN; `--images N` measures the first N test
 images (default: all 10,000, five times the work of the log page 8d reads, which used the
@@ -24,6 +25,7 @@ import time
 from pathlib import Path
 
 import torch
+from _devices import add_device_flag, devices
 
 from vitlib.checkpoint import load_checkpoint
 from vitlib.data import fashion_mnist
@@ -65,19 +67,28 @@ def main():
     parser.add_argument(
         "--data", help="dataset folder (default: VITLIB_DATA or ./data)"
     )
+    add_device_flag(parser)
     args = parser.parse_args()
+    (device,) = devices(args.device or "cpu")
+    if (
+        device == "cuda"
+    ):  # float32 throughout, as on a CPU: no TF32 in products or convs
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
     print(log_header())
     data = fashion_mnist(args.data)
     n = pick(full=args.images or len(data.test_labels), smoke=64)
     mean = torch.tensor(data.mean).view(1, -1, 1, 1)
     std = torch.tensor(data.std).view(1, -1, 1, 1)
     images = (data.test_images[:n].float() / 255 - mean) / std  # the model's input
-    labels = data.test_labels[:n]
-    print(f"{n:,} test images; deleting a patch sets it to the training mean")
+    images, labels = images.to(device), data.test_labels[:n].to(device)
+    print(
+        f"{n:,} test images on {device}; deleting a patch sets it to the training mean"
+    )
     table = {}
     for recipe in args.recipes:
         for seed in args.seeds:
-            model = model_for(args.runs, recipe, seed).eval()
+            model = model_for(args.runs, recipe, seed).to(device).eval()
             with torch.no_grad():
                 predicted = model(images).argmax(-1)
             curves = measure(model, images, batch_size=pick(full=1000, smoke=32))
