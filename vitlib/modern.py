@@ -727,7 +727,7 @@ def train_for(model, data, config, seconds: float, points: int = 6) -> dict:
     return history
 
 # %% ../notebooks/11_modern_vit.ipynb #m140
-RECIPES |= {  # this chapter's: a plain ViT (no convolution) for two CPU cores
+RECIPES |= {  # this chapter's: a plain ViT (no convolution) for two CPU cores, and one GPU
     "fashion-cpu-modern": Recipe(
         "fashion-mnist",
         "fashion",
@@ -736,6 +736,16 @@ RECIPES |= {  # this chapter's: a plain ViT (no convolution) for two CPU cores
         TrainConfig(epochs=18, batch_size=256, lr=2e-3, crop_padding=1, flip=True),
         "chapter 6's CPU ViT with this chapter's winners; three seeds in "
         "benchmarks/results/time_to_accuracy_modern_cpu.txt",
+        architecture="vit-modern",
+    ),
+    "fashion-gpu-modern": Recipe(
+        "fashion-mnist",
+        "fashion",
+        RECIPES["fashion-gpu"].model
+        | dict(mlp_dim=512, qk_norm=True, mlp="swiglu", tokenizer="shifted"),
+        RECIPES["fashion-gpu"].train,
+        "fashion-gpu with the same changes (SwiGLU at equal parameters); three seeds "
+        "in benchmarks/results/time_to_accuracy_modern_cuda.txt",
         architecture="vit-modern",
     ),
 }
