@@ -26,7 +26,7 @@ from .model import ViT, ViTConfig, check_field_types, position_table
 from .model import register_model
 from .patches import check_images, pair, patchify
 from .positions import patch_grid, resample_pos_embed
-from .pretrained import FROM_TIMM, TO_TIMM, load_weights
+from .pretrained import FROM_TIMM, TO_TIMM, load_weights, to_timm_state_dict
 from .utils import add_to_class, grad_scaler
 
 # %% ../notebooks/11_modern_vit.ipynb #m020
@@ -627,10 +627,7 @@ def _timm_layers(c) -> dict:
 
 def modern_to_timm_state_dict(model) -> dict:
     """A ModernViT's weights in timm's layout (the inverse of timm_to_modern_state_dict)."""
-    c, state_dict = model.config, dict(model.state_dict())
-    if c.pool == "mean":
-        for name in ("weight", "bias"):
-            state_dict[f"fc_norm.{name}"] = state_dict.pop(f"norm.{name}")
+    c, state_dict = model.config, to_timm_state_dict(model)  # page 5b: fc_norm, if mean
     if c.mlp == "swiglu" and c.pool == "map" and c.pool_mlp_dim == 2 * c.mlp_dim:
         for key in [k for k in state_dict if ".mlp.fc1_g." in k]:
             value = state_dict.pop(key.replace(".fc1_g.", ".fc1_x."))
