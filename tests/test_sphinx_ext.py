@@ -1,7 +1,10 @@
 """The site's build steps in book/sphinx_ext: directive lines leave the page, code stays."""
 
+import re
 from pathlib import Path
 
+import pytest
+from docutils import nodes
 from repo_files import load_module
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,3 +47,34 @@ def test_the_exercises_link_names_the_student_notebook(tmp_path):
         "https://colab.research.google.com/github/org/book/blob/main/student/03_attention.ipynb"
     )
     assert clean_cells.colab_link(App(), "notebooks/appendix_a_utils") is None
+
+
+def test_consecutive_prints_show_as_one_block():
+    def stream(text, name="stream"):
+        return nodes.literal_block(text, text, classes=["output", name])
+
+    figure = nodes.image(uri="figure.png")
+    output = nodes.container(nb_element="cell_code_output")
+    output += [stream("a table\n"), stream("row 1\n"), stream("\n"), stream("row 2, ")]
+    output += [stream("same line\n"), figure, stream("after the figure\n")]
+    output += [stream("a warning\n", "stderr"), stream("more\n", "stderr")]
+    clean_cells.merge_streams(output)
+    assert [child.astext() for child in output.children] == [
+        "a table\nrow 1\n\nrow 2, same line\n",  # exactly as printed, blank line kept
+        "",  # the figure stays between
+        "after the figure\n",
+        "a warning\nmore\n",
+    ]
+    assert output.children[0].rawsource == output.children[0].astext()
+
+
+def test_no_page_shows_one_cells_prints_as_separate_boxes():
+    site = ROOT / "_build" / "html" / "notebooks"
+    if not site.is_dir():
+        pytest.fail(
+            "the site is not built: run `make book` (make test builds it first)"
+        )
+    split = re.compile(r'</pre></div>\s*</div>\s*<div class="output (stream|stderr)')
+    pages = sorted(site.glob("*.html"))
+    assert pages
+    assert [page.name for page in pages if split.search(page.read_text())] == []

@@ -11,6 +11,11 @@ Solutions: the site shows a solution without nbgrader's `### BEGIN/END SOLUTION`
 student notebooks, written answers' model answers are dropped, and so are the stored verdicts
 under the check cells (they are the book's solutions'): a site for a course.
 
+Printed output: a cell that prints several times stores one stream output per flush, and
+each would show as its own box, a table broken into rows with gaps. Consecutive outputs of
+one stream join into one block, their text exactly as printed (MyST-NB's own
+nb_merge_streams also moves text across figures and drops blank lines).
+
 Each chapter page that has a student notebook (`student/<page>.ipynb`) gets a line under its
 title linking that notebook in Colab, from the repository named in `_config.yml`.
 """
@@ -62,8 +67,34 @@ _is_code_source = _element("cell_code_source")
 _is_code_output = _element("cell_code_output")
 
 
+def _is_stream(node) -> bool:
+    """MyST-NB's block for printed text: class "stream" (stdout) or "stderr"."""
+    classes = node.get("classes", []) if isinstance(node, nodes.literal_block) else []
+    return "stream" in classes or "stderr" in classes
+
+
+def merge_streams(output: nodes.Element) -> None:
+    """Join consecutive stream blocks of one cell's outputs (the same stream: the same
+    classes) into the first, text as printed; a figure between two keeps them apart."""
+    previous = None
+    for node in list(output.children):
+        if (
+            _is_stream(node)
+            and previous is not None
+            and (node.get("classes") == previous.get("classes"))
+        ):
+            text = previous.astext() + node.astext()
+            previous.rawsource = text
+            previous.children = [nodes.Text(text)]
+            output.remove(node)
+            continue
+        previous = node if _is_stream(node) else None
+
+
 def _clean(app, doctree):
     student = student_edition()
+    for output in doctree.findall(_is_code_output):
+        merge_streams(output)
     for source in list(doctree.findall(_is_code_source)):
         for block in list(source.findall(nodes.literal_block)):
             code = strip_directives(block.astext(), student)
