@@ -9,9 +9,9 @@ recipes and seeds.
     python benchmarks/faithfulness.py ... --device cuda   # the same in float32 on a GPU
 
 Each model is the checkpoint in RUNS/RECIPE-seedN; `--images N` measures the first N test
-images (default: all 10,000, five times the work of the log page 8d reads, which used the
-first 2,000). "Deleting" a patch sets it to the training
-set's mean (0 after normalisation). For every model: one line `run {json}` with the test
+images (default: all 10,000, about five minutes a model on two CPU threads; page 8d reads
+the GPU log, faithfulness_cuda.txt). "Deleting" a patch sets it to the training set's mean
+(0 after normalisation). For every model: one line `run {json}` with the test
 accuracy and, per method, the mean deletion and insertion areas (random: three draws, each
 its own row) and the deletion area per predicted class; then, per recipe and method, the
 mean over the seeds and their range. Low deletion and high insertion areas are better.
@@ -70,9 +70,7 @@ def main():
     add_device_flag(parser)
     args = parser.parse_args()
     (device,) = devices(args.device or "cpu")
-    if (
-        device == "cuda"
-    ):  # float32 throughout, as on a CPU: no TF32 in products or convs
+    if device == "cuda":  # float32 as on a CPU: no TF32 in products or convolutions
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
     print(log_header())
