@@ -292,6 +292,8 @@ class Session:
                     f"the time limit of {timeout:g} s: it ran past it and ignored the interrupt"
                 )
             result = box[0]
+            if isinstance(result, BaseException):  # it died meanwhile: say of what
+                raise WorkerGone(self._why(result))
             if not isinstance(result, dict):
                 self.kill()
                 raise WorkerGone(
