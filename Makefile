@@ -10,12 +10,14 @@ JS       := book/js
 NB       ?= $(sort $(wildcard notebooks/*.ipynb))
 
 EDITION  ?= book
+PORT     ?= 8000
 SUBMISSIONS ?= submissions
 
-.PHONY: help install export data diagrams execute js book student assignments grade test lint clean retarget
+.PHONY: help install export data diagrams execute js book serve student assignments grade test lint clean retarget
 
 help:
 	@echo "make book   build the site into _build/html (sets up .venv first); EDITION=student: without solutions, into _build/student-site"
+	@echo "make serve  serve the built site on http://127.0.0.1:8000 (PORT=...): page 8c's live demo needs http, not a file"
 	@echo "make test   run every test: units, notebooks (nbval), export sync, the site in a browser"
 	@echo "steps:      install, export, data, diagrams, execute [NB=notebooks/01_patches.ipynb], js, student, lint, clean"
 	@echo "coursework: student, assignments, grade SUBMISSIONS=DIR (see book/instructors.md)"
@@ -82,6 +84,12 @@ else
 	rm -rf _build/html
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
 endif
+
+# --- the built site over http on 127.0.0.1 (scripts/serve.py, standard library only): browsers
+# refuse the live demo's ES module and WebAssembly on a page opened from disk (file://) ---
+serve:
+	@test -f _build/html/index.html || $(MAKE) book
+	@$(PYTHON) scripts/serve.py --port $(PORT)
 
 # --- coursework (scripts/coursework.py): nbgrader metadata from each exercise's prompt, then the
 # student edition (solutions and the outputs that give answers away removed) into student/, committed: Colab opens it;

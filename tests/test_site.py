@@ -10,6 +10,7 @@ Skips where Debian's chromium or chromedriver is absent, and fails then under CI
 import json
 import os
 import re
+import subprocess
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -40,13 +41,55 @@ def repository_branch() -> str:
 
 @pytest.fixture(scope="module")
 def server():
+    """The site as the README says to open it: `make serve` (here on a free port)."""
     if not (SITE / "index.html").exists():
         pytest.fail(
             "the site is not built: run `make book` (make test builds it first)"
         )
-    httpd = site_browser.serve(SITE)
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    serving = subprocess.Popen(
+        ["make", "--no-print-directory", "serve", "PORT=0"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    line = serving.stdout.readline()  # "The book is at http://127.0.0.1:PORT/ (...)"
+    url = re.search(r"http://127\.0\.0\.1:\d+", line)
+    assert url, f"make serve said {line!r}"
+    yield url.group(0)
+    serving.terminate()
+    serving.wait(timeout=30)
+
+
+def test_the_site_opened_from_disk_reads_and_names_make_serve(browser):
+    """The README's other way, `_build/html/index.html` from disk: the pickers run, and the
+    live demo, which browsers will not start from a file, says which command serves it."""
+    browser.get((SITE / "notebooks" / "01_patches.html").as_uri())
+    kind = "patch-grid"
+    wait_for(
+        browser,
+        f"const r = document.querySelector('[data-vit-widget=\"{kind}\"]');"
+        "return r && (+(r.dataset.draws || 0) > 0 || r.dataset.error)",
+        "chapter 1's picker to draw from disk",
+    )
+    assert not widget_state(browser, kind)["error"]
+    for page in ("08c_live_demo", "08d_faithfulness"):
+        browser.get((SITE / "notebooks" / f"{page}.html").as_uri())
+        wait_for(
+            browser,
+            "const r = document.querySelector('[data-live-vit]');"
+            "return r && r.dataset.error",
+            f"page {page}'s demo to answer",
+        )
+        status = browser.execute_script(
+            "return document.querySelector('[data-live-vit] .live-status').textContent"
+        )
+        assert (
+            "make serve" in status and f"127.0.0.1:8000/notebooks/{page}.html" in status
+        )
+        fallback = "[data-live-vit] .live-fallback"  # the words for Jupyter and Colab
+        assert not browser.execute_script(
+            f"return document.querySelector('{fallback}')"
+        )
 
 
 @pytest.fixture(scope="module")

@@ -314,7 +314,26 @@
       }
   }
 
+  // A page opened from disk (file://): Chromium refuses the ES module and the WebAssembly this
+  // demo loads, so it says how to serve the site instead of failing on the import.
+  function needsServer(root) {
+    const path = location.pathname;
+    const marker = "/_build/html/";
+    const page = path.includes(marker)
+      ? path.slice(path.lastIndexOf(marker) + marker.length)
+      : "notebooks/" + path.slice(path.lastIndexOf("/") + 1);
+    root.querySelector(".live-fallback")?.remove();
+    const status = root.querySelector(".live-status");
+    if (status)
+      status.textContent =
+        "The live demo runs only when the site is served over http: this page was opened " +
+        "from a file, and browsers refuse to load WebAssembly from one. In the book's folder, " +
+        "run make serve, then open http://127.0.0.1:8000/" + page;
+    root.dataset.error = "opened from a file: make serve";
+  }
+
   function run(root) {
+    if (location.protocol === "file:") return needsServer(root);
     start(root).catch((error) => {
       const status = root.querySelector(".live-status");
       if (status) status.textContent = "The live demo could not start: " + error;
