@@ -6,6 +6,9 @@ replaces an old one unasked, and one folder holds one run at a time."""
 
 import json
 import os
+import shutil
+import signal
+import struct
 import subprocess
 import sys
 import threading
@@ -15,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from safetensors import safe_open
 from safetensors.torch import save_file
 from test_loop import random_data
 
@@ -27,6 +31,7 @@ from vitlib.checkpoint import (
     save_checkpoint,
 )
 from vitlib.cnn import HelpedViT, HelpedViTConfig
+from vitlib.data import FASHION_SAMPLE
 from vitlib.loop import TrainConfig
 from vitlib.model import ViTConfig, create_vit
 from vitlib.train import Diverged, RunRefused, main, run_lock, train
@@ -60,12 +65,25 @@ def _main_refuses(args, capsys) -> str:
     return _refused(capsys.readouterr().err)
 
 
+DEEP = "[" * 100_000 + "]" * 100_000  # JSON that Python's parser reads by recursing
+
+
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    """A file where a folder belongs, and a file that is no checkpoint."""
+    """A file where a folder belongs, a file that is no checkpoint, a checkpoint whose
+    metadata nests 100,000 deep, a link to nowhere, and Fashion-MNIST with a test file of
+    0 images (a valid IDX header)."""
     folder = tmp_path_factory.mktemp("files")
     (folder / "file").write_text("not a folder")
     (folder / "junk.safetensors").write_bytes(os.urandom(64))
+    _craft(folder / "deep.safetensors", model_config=DEEP)
+    os.symlink(folder / "missing", folder / "dangling")
+    raw = folder / "empty-test" / "FashionMNIST" / "raw"
+    raw.mkdir(parents=True)
+    for name in FASHION_SAMPLE.glob("*-ubyte.gz"):
+        shutil.copy(name, raw)
+    header = b"\x00\x00\x08\x03" + struct.pack(">3I", 0, 28, 28)
+    (raw / "t10k-images-idx3-ubyte").write_bytes(header)
     return folder
 
 
@@ -104,6 +122,12 @@ BAD_FLAGS = [
     (["--teacher", "{files}/junk.safetensors"], "--teacher ", ["is not a vitlib checkpoint"]),
     (["--out", "{files}/file"], "--out ", ["is a file: a run writes into a folder"]),
     (["--out", "{files}/file/run"], "--out ", ["cannot make the folder"]),
+    (["--out", ""], "--out '': ", ["an empty name is no folder"]),
+    (["--out", "{files}/dangling"], "--out ", ["is a link to", "which is not there"]),
+    (["--crop-padding", "1000"], "--crop-padding 1000", ["28x28 image: at most 7 (a quarter"]),
+    (["--crop-padding", "8"], "--crop-padding 8", ["at most 7"]),
+    (["--teacher", "{files}/deep.safetensors"], "--teacher ", ["its model_config nests deeper"]),
+    (["--data", "{files}/empty-test"], "--dataset fashion-mnist, --data ", ["t10k-images-idx3-ubyte holds no items", "(0, 28, 28)"]),
     (["--resume"], "--resume", ["holds no checkpoint to resume from"]),
     (["--dataset", "cifar10", "--data", "{files}/file"], "--dataset cifar10, --data", ["CIFAR-10"]),
 ]  # fmt: skip
@@ -113,8 +137,10 @@ BAD_FLAGS = [
     "flags, starts, words", BAD_FLAGS, ids=[" ".join(b[0]) for b in BAD_FLAGS]
 )
 def test_a_bad_flag_gets_one_line_naming_it(
-    flags, starts, words, files, tmp_path, capsys
+    flags, starts, words, files, tmp_path, capsys, monkeypatch
 ):
+    if "{files}/empty-test" in flags:  # smoke mode reads the sample, not --data
+        monkeypatch.delenv("VITLIB_SMOKE")
     flags = [f.format(files=files) for f in flags]
     out = ["--out", str(tmp_path / "run")] if "--out" not in flags else []
     line = _main_refuses([*TINY, *out, *flags], capsys)
@@ -288,7 +314,21 @@ def _config(**changes) -> str:
 CRAFTED = {
     "wrong keys": dict(tensors={"x": torch.zeros(2)}),
     "a missing tensor": dict(drop=("head.bias",)),
-    "a tensor of another shape": dict(tensors={"head.weight": torch.zeros(3, 64)}),
+    "a tensor of another shape": dict(
+        tensors=lambda s: {**s, "head.weight": torch.zeros(3, 64)}
+    ),
+    "float16 tensors": dict(
+        tensors=lambda s: {k: v.half() for k, v in s.items()},
+        says="torch.float16 in the file, torch.float32 in the model",
+    ),
+    "an int64 tensor": dict(
+        tensors=lambda s: {**s, "head.weight": s["head.weight"].long()},
+        says="head.weight: torch.int64 in the file",
+    ),
+    "a bool tensor": dict(
+        tensors=lambda s: {**s, "head.bias": s["head.bias"].bool()},
+        says="head.bias: torch.bool in the file",
+    ),
     "no model_config": dict(model_config=None),
     "model_config not JSON": dict(model_config="{dim: 64"),
     "model_config a list": dict(model_config="[64, 1]"),
@@ -301,23 +341,39 @@ CRAFTED = {
     "epoch not JSON": dict(epoch="last"),
     "epoch not a number": dict(epoch='"first"'),
     "train_config not JSON": dict(train_config="{lr"),
+    "model_config nested 100,000 deep": dict(
+        model_config=DEEP, says="its model_config nests deeper"
+    ),
+    "train_config nested 100,000 deep": dict(
+        train_config=DEEP, says="its train_config nests deeper"
+    ),
+    "epoch true": dict(epoch="true", says="its epoch is True"),
+    "epoch below 0": dict(epoch="-5", says="its epoch is -5"),
+    "epoch not whole": dict(epoch="1.5", says="its epoch is 1.5"),
 }
 
 
 @pytest.mark.parametrize("crafted", CRAFTED, ids=list(CRAFTED))
 def test_a_crafted_checkpoint_is_refused_before_it_is_built(crafted, tmp_path):
     changes = dict(CRAFTED[crafted])
-    if crafted == "a tensor of another shape":
+    says = changes.pop("says", "")  # what the refusal must name, where a row says
+    if callable(changes.get("tensors")):  # the model's tensors, changed
         state = {k: v.contiguous() for k, v in _model().state_dict().items()}
-        changes["tensors"] = {**state, **changes["tensors"]}
+        changes["tensors"] = changes["tensors"](state)
     path = _craft(tmp_path / "model.safetensors", **changes)
     begin = time.perf_counter()
-    with pytest.raises(NotACheckpoint, match="is not a usable vitlib checkpoint: "):
+    with pytest.raises(
+        NotACheckpoint, match="is not a usable vitlib checkpoint: "
+    ) as no:
         load_checkpoint(path)
     assert time.perf_counter() - begin < 5  # a huge config is never built
+    assert says in str(no.value)
     if "model_config" not in changes:  # with the model given: its tensors are checked
-        with pytest.raises(ValueError, match="is not a usable vitlib checkpoint: "):
+        with pytest.raises(
+            ValueError, match="is not a usable vitlib checkpoint: "
+        ) as no:
             load_checkpoint(path, _model())
+        assert says in str(no.value)
 
 
 def test_the_checks_pass_a_checkpoint_as_saved(tmp_path):
@@ -344,6 +400,74 @@ def test_a_resume_from_a_checkpoint_that_cannot_resume_is_refused(tmp_path):
     )
     with pytest.raises(RunRefused, match="is not a usable vitlib checkpoint"):
         train(model, data, config, out=tmp_path / "run", resume=True, progress=False)
+
+
+# a run's train_state.safetensors with one metadata key changed (None: left out):
+# (key, value, what the refusal says after the file's name)
+BAD_STATES = {
+    "param_groups nested 100,000 deep": (
+        "param_groups",
+        DEEP,
+        "its param_groups nests deeper",
+    ),
+    "history nested 100,000 deep": ("history", DEEP, "its history nests deeper"),
+    "splits not JSON": ("splits", "{junk", "its splits is not JSON (Expecting"),
+    "splits a number": ("splits", "3", "its splits are 3"),
+    "no scheduler": ("scheduler", None, "its metadata has no scheduler"),
+}
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    """A one-epoch run of the command line (TINY)."""
+    out = tmp_path_factory.mktemp("finished") / "run"
+    main([*TINY, "--out", str(out)])
+    return out
+
+
+@pytest.mark.parametrize("bad", BAD_STATES, ids=list(BAD_STATES))
+def test_a_damaged_training_state_is_named_with_its_file_and_key(
+    bad, finished_run, tmp_path, capsys
+):
+    key, value, words = BAD_STATES[bad]
+    out = tmp_path / "run"
+    shutil.copytree(finished_run, out)
+    state = checkpoints(out)[-1] / "train_state.safetensors"
+    with safe_open(str(state), "pt") as f:
+        meta, tensors = f.metadata(), {k: f.get_tensor(k) for k in f.keys()}
+    meta = {k: v for k, v in {**meta, key: value}.items() if v is not None}
+    save_file(tensors, str(state), metadata=meta)
+    line = _main_refuses([*TINY, "--out", str(out), "--resume"], capsys)
+    assert line.startswith("--resume: "), line
+    assert f"{state} is not a usable vitlib checkpoint: {words}" in line, line
+
+
+def test_ctrl_c_says_what_was_saved_and_how_to_go_on(tmp_path, capsys):
+    out = tmp_path / "run"
+    flags = [*TINY, "--epochs", "1000", "--out", str(out)]  # longer than the test waits
+    env = dict(os.environ, VITLIB_SMOKE="1", CUDA_VISIBLE_DEVICES="")
+    command = [sys.executable, "-m", "vitlib.train", *flags]
+    run = subprocess.Popen(
+        command, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env
+    )
+    deadline = time.monotonic() + 300
+    while not checkpoints(out):  # an epoch has ended
+        assert run.poll() is None and time.monotonic() < deadline, run.stderr.read()
+        time.sleep(0.05)
+    run.send_signal(signal.SIGINT)  # what Ctrl-C sends
+    _, err = run.communicate(timeout=120)
+    assert run.returncode == 130 and "Traceback" not in err, err
+    newest = checkpoints(out)[-1]  # the epoch that ended before the signal, or during
+    epoch = int(newest.name.removeprefix("epoch-"))
+    assert err.strip().splitlines()[-1] == (
+        f"python -m vitlib.train: stopped: {newest} holds epoch {epoch}; the same "
+        "command with --resume goes on"
+    )
+    metrics = main([*flags, "--resume", "--stop-after", str(epoch + 1)])
+    assert metrics["epochs_done"] == epoch + 1  # it went on from there
+    assert vt._kept(tmp_path / "nothing") == (
+        f"no epoch had ended, so nothing was saved in {tmp_path / 'nothing'}"
+    )
 
 
 # --- configs and images

@@ -100,6 +100,12 @@ def _spoil(raw, name, change):
         ),
         ("t10k-images-idx3-ubyte", lambda b: b"", "not an IDX"),
         ("t10k-labels-idx1-ubyte", lambda b: b[:8] + bytes([12]) + b[9:], "10 classes"),
+        (  # a valid header that counts 0 images, and nothing after it
+            "t10k-images-idx3-ubyte",
+            lambda b: b[:4] + (0).to_bytes(4, "big") + b[8:16],
+            "holds no items",
+        ),
+        ("train-labels-idx1-ubyte", lambda b: b[:4] + bytes(4), "holds no items"),
         (  # one label fewer than images, header and length agreeing
             "train-labels-idx1-ubyte",
             lambda b: b[:4] + (2999).to_bytes(4, "big") + b[8:-1],

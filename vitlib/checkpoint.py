@@ -155,25 +155,56 @@ def _unusable(path, why: str) -> NotACheckpoint:
     return NotACheckpoint(f"{path} is not a usable vitlib checkpoint: {why}")
 
 
-def _stored(path, meta: dict, key: str, kind):
-    """The JSON value under `key` in a checkpoint's metadata, if it is a `kind`."""
+def _parsed(path, meta: dict, key: str):
+    """The JSON under `key` in a checkpoint's metadata, or a NotACheckpoint naming the key."""
     try:
-        value = json.loads(meta[key])
+        return json.loads(meta[key])
     except KeyError:
         raise _unusable(path, f"its metadata has no {key}") from None
     except json.JSONDecodeError as error:
         raise _unusable(path, f"its {key} is not JSON ({error})") from None
-    if not isinstance(value, kind):
+    except RecursionError:  # json reads a nested list by recursing: "[" * 100_000
+        why = f"its {key} nests deeper than any JSON that vitlib writes"
+        raise _unusable(path, why) from None
+
+
+def _stored(path, meta: dict, key: str, kind):
+    """The JSON value under `key` in a checkpoint's metadata, if it is a `kind`; for `int`,
+    a count (0 or more: JSON's true is no count)."""
+    value = _parsed(path, meta, key)
+    if kind is int:
+        fits = type(value) is int and value >= 0
+    else:
+        fits = isinstance(value, kind)
+    if not fits:
         raise _unusable(path, f"its {key} is {str(value)[:60]}, not what vitlib writes")
     return value
 
+# %% ../notebooks/06c_checkpoints.ipynb #c010c
+_DTYPES = {  # safetensors' names for torch's dtypes
+    **{getattr(torch, f"float{b}"): f"F{b}" for b in (16, 32, 64)},
+    **{getattr(torch, f"int{b}"): f"I{b}" for b in (8, 16, 32, 64)},
+    torch.bfloat16: "BF16",
+    torch.uint8: "U8",
+    torch.bool: "BOOL",
+}
+_TORCH_DTYPES = {name: dtype for dtype, name in _DTYPES.items()}
+
+
+def _first_wrong(found: dict, expected: dict, part: int):
+    """(how many keys differ in part 0, the shape, or 1, the dtype; the first of them)."""
+    wrong = [k for k in expected if found[k][part] != expected[k][part]]
+    return len(wrong), wrong[0] if wrong else None
+
 
 def _check_tensors(path, model) -> None:
-    """NotACheckpoint unless the file holds exactly the model's tensors, each in its shape.
-    The shapes come from the file's header: no tensor is read."""
-    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    """NotACheckpoint unless the file holds exactly the model's tensors, each in its shape
+    and its dtype. Both come from the file's header: no tensor is read."""
+    state = model.state_dict()
+    expected = {k: (tuple(v.shape), _DTYPES.get(v.dtype)) for k, v in state.items()}
     with safe_open(str(path), "pt") as f:
-        found = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}
+        slices = {k: f.get_slice(k) for k in f.keys()}
+        found = {k: (tuple(s.get_shape()), s.get_dtype()) for k, s in slices.items()}
     if found.keys() != expected.keys():
         missing = sorted(expected.keys() - found.keys())
         extra = sorted(found.keys() - expected.keys())
@@ -182,13 +213,21 @@ def _check_tensors(path, model) -> None:
             f"its tensors are not a {type(model).__name__}'s: {len(missing)} missing "
             f"{missing[:3]}, {len(extra)} unexpected {extra[:3]}",
         )
-    wrong = [k for k in expected if found[k] != expected[k]]
-    if wrong:
-        k = wrong[0]
+    n, k = _first_wrong(found, expected, 0)
+    if n:
         raise _unusable(
             path,
-            f"{len(wrong)} tensor(s) disagree with its model_config, e.g. {k}: "
-            f"{found[k]} in the file, {expected[k]} for the config",
+            f"{n} tensor(s) disagree with its model_config, e.g. {k}: "
+            f"{found[k][0]} in the file, {expected[k][0]} for the config",
+        )
+    n, k = _first_wrong(found, expected, 1)
+    if n:  # a float16 copy, or integers where weights belong: never cast in silence
+        stored = _TORCH_DTYPES.get(found[k][1], found[k][1])
+        raise _unusable(
+            path,
+            f"{n} tensor(s) of another dtype than the model's, e.g. {k}: "
+            f"{stored} in the file, {state[k].dtype} in the model (pass load_checkpoint "
+            "a model of the file's dtype, or save the weights in the model's)",
         )
 
 # %% ../notebooks/06c_checkpoints.ipynb #c010b
@@ -261,13 +300,17 @@ def load_checkpoint(path, model=None, device="cpu"):
     return model.to(device), info
 
 # %% ../notebooks/06c_checkpoints.ipynb #c012s
-def _check_splits(folder: Path, meta: dict, splits) -> None:
+def _check_splits(path: Path, meta: dict, splits) -> None:
     """A resume must see the data its run began with: refuse a training state saved for
     other split sizes (a state saved without them, or a call without them, passes)."""
-    stored = json.loads(meta.get("splits", "null"))
+    stored = _parsed(path, meta, "splits") if "splits" in meta else None
+    if not isinstance(stored, (dict, type(None))):
+        raise _unusable(
+            path, f"its splits are {str(stored)[:60]}, not what vitlib writes"
+        )
     if splits is not None and stored is not None and stored != splits:
         raise ValueError(
-            f"the checkpoint in {folder} was trained on other splits ({stored}; now "
+            f"the checkpoint in {path.parent} was trained on other splits ({stored}; now "
             f"{splits}): resume with the same data (the same --val-size and subsets), "
             "or start a new run in another folder"
         )
@@ -292,7 +335,9 @@ def load_train_state(
             f"{_differences(saved, asdict(config))}): resume with the same settings, "
             "or start a new run in another folder"
         )
-    _check_splits(folder, meta, splits)
+    _check_splits(path, meta, splits)
+    keys = ("param_groups", "scheduler", "scaler", "history")
+    groups, schedule, scaling, history = (_parsed(path, meta, k) for k in keys)
     with safe_open(str(path), "pt", device="cpu") as f:
         tensors = {k: f.get_tensor(k) for k in f.keys()}
     try:
@@ -300,12 +345,10 @@ def load_train_state(
         for key, value in tensors.items():
             index, name = key.split(".", 1)
             state.setdefault(int(index), {})[name] = value
-        groups = json.loads(meta["param_groups"])
         optimizer.load_state_dict({"state": state, "param_groups": groups})
-        scheduler.load_state_dict(json.loads(meta["scheduler"]))
-        if json.loads(meta["scaler"]):
-            scaler.load_state_dict(json.loads(meta["scaler"]))
-        history = json.loads(meta["history"])
+        scheduler.load_state_dict(schedule)
+        if scaling:
+            scaler.load_state_dict(scaling)
     except (KeyError, TypeError, ValueError) as error:  # a damaged or crafted file
         raise _unusable(
             path, f"its training state does not restore ({error!r})"

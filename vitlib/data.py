@@ -210,6 +210,10 @@ def read_idx(path) -> torch.Tensor:
             f"{path} is cut short or padded: its header announces {shape}, "
             f"{math.prod(shape):,} bytes, and {len(body):,} follow: {_REFETCH}"
         )
+    if not body:  # a header of 0 images: nothing to train or test on
+        raise ValueError(
+            f"{path} holds no items (its header announces {shape}): {_REFETCH}"
+        )
     return torch.frombuffer(bytearray(body), dtype=torch.uint8).view(shape)
 
 

@@ -158,7 +158,12 @@ def _busy(folder) -> RunRefused:
 
 def _run_folder(out) -> Path:
     """`out` as a folder, made if need be, or a RunRefused that says why it cannot be."""
+    if not str(out).strip():  # Path("") is the current folder: never meant
+        raise RunRefused("an empty name is no folder: name the run's folder", "out")
     folder = Path(out)
+    if folder.is_symlink() and not folder.exists():
+        why = f"{folder} is a link to {os.readlink(folder)}, which is not there: make"
+        raise RunRefused(f"{why} that folder, or choose another", "out")
     if folder.exists() and not folder.is_dir():
         raise RunRefused(f"{folder} is a file: a run writes into a folder", "out")
     try:
@@ -282,7 +287,7 @@ def _accuracies(row: dict) -> str:
 
 def _check_run(data, config, stop_after, world: int, tested=True) -> None:
     """RunRefused for a run without one full epoch: no full batch, no test images (when
-    `tested`), or a stop before the first epoch."""
+    `tested`), or a stop before the first epoch; and for crops that miss the image."""
     if stop_after is not None and not (isinstance(stop_after, int) and stop_after >= 1):
         message = f"stop_after must be 1 or more (or None), got {stop_after!r}"
         raise RunRefused(message, "stop_after")
@@ -295,6 +300,18 @@ def _check_run(data, config, stop_after, world: int, tested=True) -> None:
         raise RunRefused(f"{message}: lower it, or train on more images", "batch_size")
     if tested and not len(data.test_images):  # each epoch ends with the test accuracy
         raise RunRefused("the data has no test images: train measures them", "data")
+    _check_crop(config.crop_padding, data.image_shape[1:])
+
+
+def _check_crop(padding: int, size: tuple) -> None:
+    """RunRefused for crops shifted so far that they hold mostly padding: at most a
+    quarter of the image's side keeps (3/4)^2, over half, of every crop on the image."""
+    most = min(size) // 4
+    if padding > most:
+        image = "x".join(map(str, size))
+        why = f"crop_padding {padding} shifts crops by up to {padding} pixels of a {image}"
+        why += f" image: at most {most} (a quarter of its side) keeps each crop mostly"
+        raise RunRefused(f"{why} on the image", "crop_padding")
 
 # %% ../notebooks/06d_training_for_real.ipynb #c028
 def _loop(model, data, config, out, resume, stop_after, progress, hooks) -> dict:
@@ -479,7 +496,8 @@ def _given(args) -> dict:
             continue
         name = dest[2:] if dest[:2] in ("m_", "t_") else dest
         flag = "--" + {"architecture": "model"}.get(name, name).replace("_", "-")
-        given[name] = flag if value is True else f"{flag} {value}"
+        shown = "''" if value == "" else value  # --out "" as a shell would take it
+        given[name] = flag if value is True else f"{flag} {shown}"
     return given
 
 
@@ -705,6 +723,15 @@ def _run(args, argv, parser, settings, device) -> dict:
     return metrics
 
 # %% ../notebooks/06d_training_for_real.ipynb #c036a
+def _kept(out) -> str:
+    """What an interrupted run leaves in `out`, and the command that goes on from it."""
+    found = checkpoints(out)
+    if not found:
+        return f"no epoch had ended, so nothing was saved in {out}"
+    epoch = int(found[-1].name.removeprefix("epoch-"))
+    return f"{found[-1]} holds epoch {epoch}; the same command with --resume goes on"
+
+
 def main(argv=None) -> dict:
     """The command line (python -m vitlib.train --help): trains, writes out/metrics.json and
     the checkpoints, and returns the metrics. A bad flag or value ends it as argparse ends
@@ -724,6 +751,9 @@ def main(argv=None) -> dict:
         _usage_error(parser, args, error, [error.setting], group=("m_", "t_"))
     except Diverged as error:  # no usage error, and no traceback either
         parser.exit(1, f"{parser.prog}: error: {error}\n")
+    except KeyboardInterrupt:  # Ctrl-C: one line on what is kept, and how to go on
+        bar_line = "" if args.no_progress else "\n"  # after the progress bar's line
+        parser.exit(130, f"{bar_line}{parser.prog}: stopped: {_kept(args.out)}\n")
     if world > 1:
         dist.destroy_process_group()
     return metrics
