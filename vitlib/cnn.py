@@ -291,8 +291,10 @@ RECIPES |= {  # this chapter's: the fashion-cpu ViT with the convolutional stem
         "fashion",
         dict(patch_size=7, dim=64, depth=4, heads=4, mlp_dim=128),
         TrainConfig(epochs=40, batch_size=256, lr=2e-3, crop_padding=1, flip=True),
-        "fashion-cpu with chapter 9's convolutional stem (patch_size unused); three "
-        "seeds in benchmarks/results/time_to_accuracy_stem_cpu.txt",
+        "fashion-cpu with chapter 9's convolutional stem (patch_size unused); measured "
+        "in benchmarks/results/time_to_accuracy_stem_cpu.txt: seeds 0-2 on a 2-thread "
+        "Intel Xeon, test 92.14-92.58%, no validation split (run before it), "
+        "442.6-543.8 s of training, 92% reached by 3 of 3 seeds, after 322.2-424.3 s",
         architecture="vit-stem",
     ),
 }

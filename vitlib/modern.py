@@ -731,8 +731,10 @@ RECIPES |= {  # this chapter's: a plain ViT (no convolution) for two CPU cores, 
         dict(patch_size=7, dim=64, depth=4, heads=4, mlp_dim=86)
         | dict(qk_norm=True, mlp="swiglu", tokenizer="shifted"),
         TrainConfig(epochs=18, batch_size=256, lr=2e-3, crop_padding=1, flip=True),
-        "chapter 6's CPU ViT with this chapter's winners; three seeds in "
-        "benchmarks/results/time_to_accuracy_modern_cpu.txt",
+        "chapter 6's CPU ViT with this chapter's winners; measured in "
+        "benchmarks/results/time_to_accuracy_modern_cpu.txt: seeds 0-2 on a 2-thread "
+        "AMD EPYC, test 89.50-89.76%, validation 89.94-90.22%, 295.1-324.9 s of "
+        "training, 90% never reached",
         architecture="vit-modern",
     ),
     "fashion-gpu-modern": Recipe(
@@ -741,8 +743,10 @@ RECIPES |= {  # this chapter's: a plain ViT (no convolution) for two CPU cores, 
         RECIPES["fashion-gpu"].model
         | dict(mlp_dim=512, qk_norm=True, mlp="swiglu", tokenizer="shifted"),
         RECIPES["fashion-gpu"].train,
-        "fashion-gpu with the same changes (SwiGLU at equal parameters); three seeds "
-        "in benchmarks/results/time_to_accuracy_modern_cuda.txt",
+        "fashion-gpu with the same changes (SwiGLU at equal parameters); measured in "
+        "benchmarks/results/time_to_accuracy_modern_cuda.txt: seeds 0-2 on an NVIDIA "
+        "H200, test 93.51-93.96%, validation 93.44-93.90%, 83.5-99.0 s of training "
+        "(compiling included), 93% reached by 3 of 3 seeds, after 39.5-63.3 s",
         architecture="vit-modern",
     ),
 }
