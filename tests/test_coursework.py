@@ -4,6 +4,7 @@
 import contextlib
 import csv
 import io
+import json
 import os
 import subprocess
 import sys
@@ -260,6 +261,27 @@ MISTAKE = {  # the softmax over the queries: a misconception chapter 3 teaches
     "    weights = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(dim=-2)\n"
     "    return weights @ v",
 }
+# honest habits of Jupyter and Colab, around right answers: none of them costs a point
+HABITS = {
+    "ex3_1-answer": "%load_ext autoreload\n%autoreload 2\n%pip install -q einops\n"
+    "torch.randn?\n" + RIGHT["ex3_1-answer"],
+    "ex3_2-answer": '#@title Exercise 3.2 { display-mode: "form" }\n'
+    'heads = 4  #@param {type:"integer"}\n'
+    'import sys\nif "google.colab" in sys.modules:\n'
+    "    !pip install einops\n    from google.colab import files\n"
+    "%matplotlib inline\n%config InlineBackend.figure_format = 'retina'\n"
+    + RIGHT["ex3_2-answer"],
+    "ex3_3-answer": "%%capture\n" + RIGHT["ex3_3-answer"],
+    "ex3_5-answer": "%time x = 1\n"
+    + RIGHT["ex3_5-answer"]
+    + "\n%timeit -n 1 -r 1 1 + 1",
+}
+# the grader's own answers, imported from vitlib.checks instead of written
+COPIES = {
+    "ex3_2-answer": "from vitlib.checks.attention import _attention as fixed_attention",
+    "ex3_3-answer": "import vitlib\n\n\ndef split_heads(x, heads):\n"
+    "    return vitlib.checks.attention._split_heads(x, heads)",
+}
 MEMFD = (
     "import os\nchunk = bytes(2**24)\nfiles = []\nfor _ in range(6 * 64):\n"
     "    fd = os.memfd_create('x')\n    os.write(fd, chunk)\n    files.append(fd)\n"
@@ -347,9 +369,18 @@ def graded(tmp_path_factory):
             for name, changes in CHEATS.items()
         },
     }
+    students["cole"] = colab_download(submission(RIGHT, HABITS))
+    students["copy"] = submission(RIGHT, COPIES)
+    students["twice"] = answered_twice(submission(RIGHT), "ex3_2-answer", ZEROS_32)
+    students["reference-03_attention.txt"] = submission(RIGHT)  # once a log's name
     for name, notebook in students.items():
         (folder / name).mkdir()
         nbformat.write(notebook, folder / name / CHAPTER.name)
+    (folder / "cole" / CHAPTER.name).rename(folder / "cole" / f"Copy of {CHAPTER.name}")
+    # a folder named like a notebook, a linked student folder, a stray file
+    (folder / "dana" / CHAPTER.name).mkdir(parents=True)
+    (folder / "link").symlink_to(folder / "ada")
+    (folder / "stray.txt").write_text("beside the students' folders")
     # a browser's second download of the same file, and a file that is no chapter
     (folder / "hal").mkdir()
     nbformat.write(submission(RIGHT), folder / "hal" / "Copy of 03_attention (1).ipynb")
@@ -380,6 +411,34 @@ def graded(tmp_path_factory):
 
 
 FULL = {"3.1": 2, "3.2": 2, "3.3": 2, "3.4": 1, "3.5": 1}
+ZEROS_32 = "def fixed_attention(q, k, v):\n    return torch.zeros_like(q)"
+
+
+def colab_download(notebook):
+    """The notebook as Colab downloads it: its own metadata, cell ids, counts out of order."""
+    notebook.metadata["colab"] = {
+        "provenance": [],
+        "name": "Copy of 03_attention.ipynb",
+    }
+    notebook.metadata["accelerator"] = "GPU"
+    for n, cell in enumerate(notebook.cells):
+        cell.metadata["id"] = f"c{n:04x}"
+        if cell.cell_type == "code":
+            cell.execution_count = (7 * n) % 23 + 1
+    return notebook
+
+
+def answered_twice(notebook, grade_id, first):
+    """A copy of the answer cell put above it, holding `first`: run from top to bottom, the
+    later one is in force."""
+    at = next(
+        i for i, c in enumerate(notebook.cells)
+        if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id
+    )  # fmt: skip
+    copy = nbformat.from_dict(json.loads(json.dumps(notebook.cells[at])))
+    copy.source, copy.id = first, f"{copy.id}-copy"
+    notebook.cells.insert(at, copy)
+    return notebook
 
 
 def scores(rows, student):
@@ -436,6 +495,43 @@ def test_cheats_score_zero_on_what_they_cheat(graded):
 
 
 @pytest.mark.sandbox
+def test_honest_habits_score_full_marks_and_installs_are_noted(graded):
+    rows, out = graded["rows"], graded["out"]
+    assert scores(rows, "cole") == FULL
+    page = (out / "feedback" / "cole" / "03_attention.html").read_text()
+    assert "`%pip install -q einops` was not run: grading installs nothing" in page
+    assert "einops is there" in page
+
+
+@pytest.mark.sandbox
+def test_the_graders_own_answers_cannot_be_copied(graded):
+    rows = graded["rows"]
+    assert scores(rows, "copy") == {**FULL, "3.2": 0, "3.3": 0}
+    for exercise in ("3.2", "3.3"):
+        assert rows["copy", exercise]["status"] == "reference copied"
+    page = (graded["out"] / "feedback" / "copy" / "03_attention.html").read_text()
+    assert "from vitlib.checks.attention import _attention" in page
+
+
+@pytest.mark.sandbox
+def test_an_exercise_answered_twice_is_graded_on_the_later_cell(graded):
+    assert scores(graded["rows"], "twice") == FULL
+    page = (graded["out"] / "feedback" / "twice" / "03_attention.html").read_text()
+    assert "Exercise 3.2 is answered in 2 cells: the last of them is graded" in page
+
+
+@pytest.mark.sandbox
+def test_no_name_in_the_submissions_stops_the_run(graded):
+    rows = graded["rows"]
+    assert scores(rows, "reference-03_attention.txt") == FULL
+    assert scores(rows, "zoe") == FULL  # graded after them all
+    assert "a folder, not a notebook file" in rows["dana", ""]["status"]
+    assert rows["dana", ""]["notebook"] == CHAPTER.name
+    assert "symbolic link" in rows["link", ""]["status"] and not scores(rows, "link")
+    assert "beside the students' folders" in rows["stray.txt", ""]["status"]
+
+
+@pytest.mark.sandbox
 def test_a_known_misconception_is_named(graded):
     rows = graded["rows"]
     assert scores(rows, "cy") == {**FULL, "3.2": 0}
@@ -455,7 +551,7 @@ def test_harms_are_contained_and_cost_only_their_cells(graded):
     assert "crash" in rows["harm", "3.4"]["status"]
     assert scores(rows, "harm2") == {**FULL, "3.1": 0}
     assert "memory limit" in rows["harm2", "3.1"]["status"]
-    log = (out / "logs" / "harm" / "03_attention.txt").stat().st_size
+    log = (out / "logs" / "students" / "harm" / "03_attention.txt").stat().st_size
     assert log < 12 * 2**20, "the 200 MB of output were kept"
     assert not graded["heard"], "a submission reached a listener on 127.0.0.1"
     assert not graded["changed"], (
@@ -713,6 +809,18 @@ def test_the_wire_turns_anything_else_into_an_opaque_value():
 
     back = wire.decode(wire.encode(Sneaky()))
     assert isinstance(back, wire.Opaque) and back != back and back != 1
+
+    class Lazy(torch.Tensor):  # computes when read: once, the reference ran here
+        def detach(self):
+            raise AssertionError("the wire ran the submission's code")
+
+    class Liar(int):
+        def __eq__(self, other):
+            return True
+
+    for value in [torch.zeros(2).as_subclass(Lazy), Liar(3)]:
+        back = wire.decode(wire.encode(value))
+        assert isinstance(back, wire.Opaque) and "a subclass" in repr(back)
     for broken in [
         {"tensor": "float32", "shape": [3], "data": "AAAA"},  # 3 bytes for 3 floats
         {"tensor": "object", "shape": [1], "data": ""},
@@ -757,7 +865,107 @@ HONEST = [  # answers a student may well write: no rule may flag them
     "    return softmax_weights @ v",
     "%%time\ndef f(q, k, v):  # softmax by hand\n    return q",
     "import matplotlib.pyplot as plt\nplt.title('softmax over the keys')",
+    # what students write for themselves in Jupyter and Colab
+    "%load_ext autoreload\n%autoreload 2\ndef f(x):\n    return x",
+    "torch.randn?\ntorch.randn??\n?torch.zeros",
+    "%config InlineBackend.figure_format = 'retina'\n%matplotlib inline",
+    'import sys\nif "google.colab" in sys.modules:\n    from google.colab import drive',
+    "if 'google.colab' not in sys.modules:\n    print('local')",
+    "#@title Exercise { display-mode: 'form' }\nsize = 16  #@param {type:'integer'}",
+    "%%capture\nx = 1",
+    "%timeit -n 1 -r 1 x = 1",
 ]
+
+
+@pytest.mark.parametrize(
+    "line, said",
+    [
+        ("%pip install einops", "einops is there"),
+        ("!pip install -q timm==1.0.9", "timm is there"),
+        (
+            "  !python -m pip install --upgrade not-a-package-here",
+            "not-a-package-here is not",
+        ),
+        ("%conda install -y numpy", "numpy is there"),
+    ],
+)
+def test_an_install_is_taken_out_and_noted(line, said):
+    cell = f"if True:\n{line}\nx = 1" if line.startswith(" ") else f"{line}\nx = 1"
+    cell, notes = source_rules.without_habits(cell)
+    assert line.strip() not in cell and "x = 1" in cell
+    assert source_rules.without_habits("%matplotlib inline\nx = 1") == (
+        "pass\nx = 1",
+        [],
+    )
+    assert not source_rules.tampering(cell), cell
+    assert notes == [
+        f"`{line.strip()}` was not run: grading installs nothing ({said}"
+        + (", and an answer that imports it fails)" if " is not" in said else ")")
+    ]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "%load_ext my_extension",  # an extension runs code the grader cannot read
+        "%config InteractiveShell.ast_transformers = []",
+        "import sys\nsys.modules['vitlib.checks'].verdict = print",
+        "import sys\nif 'vitlib.checks' in sys.modules:\n    sys.modules['vitlib.checks'].x = 1",
+        "!curl http://example.com/answers.py > a.py",
+    ],
+)
+def test_habits_open_no_door(answer):
+    assert source_rules.tampering(answer), answer
+
+
+@pytest.mark.parametrize(
+    "answer, found",
+    [
+        ("from vitlib.checks.attention import _attention as fixed_attention",
+         "from vitlib.checks.attention import _attention"),
+        ("from vitlib.checks.attention import _split_heads", "import _split_heads"),
+        ("import vitlib\nf = vitlib.checks.block._block_parameters", "checks.block._block_parameters"),
+        ("def f(d):\n    return checks.attention._attention_parameters(d)", "checks.attention"),
+        ("import vitlib.checks.block as b", "import vitlib.checks.block"),
+        ("from vitlib import checks as c\ng = c.block._block_parameters", "c.block"),
+        ("g = getattr(checks.attention, '_attention')", "getattr(checks.attention"),
+    ],
+)  # fmt: skip
+def test_the_checks_references_are_no_answer(answer, found):
+    copied = source_rules.copies([answer])
+    assert copied and found in copied[0], copied
+
+
+def test_calling_a_check_and_the_books_solutions_copy_nothing():
+    assert not source_rules.copies(["checks.check_split_heads(split_heads)"])
+    assert not source_rules.copies(["from vitlib.model import ViT\nimport vitlib"])
+    for path in CHAPTERS:
+        for cell in grader.plan(path):
+            if cell.kind == "answer":
+                assert not source_rules.copies([cell.source]), (
+                    path.stem,
+                    cell.grade_id,
+                )
+
+
+LAYER_NORMS = [  # ways to have torch compute exercise 4.2's LayerNorm: each is found
+    "F.layer_norm(x, x.shape[-1:], weight, bias, eps)",
+    "F.group_norm(x.reshape(-1, 1, d), 1, eps=eps).reshape(x.shape) * weight + bias",
+    "F.instance_norm(x.reshape(1, -1, d), eps=eps).reshape(x.shape) * weight + bias",
+    "F.batch_norm(x.reshape(-1, d).T, None, None, training=True, eps=eps).T.reshape(x.shape)",
+    "torch.nn.LayerNorm(d, eps=eps)(x)",
+    "nn.GroupNorm(1, 1, eps=eps)(x.reshape(-1, 1, d)).reshape(x.shape)",
+    "torch.native_layer_norm(x, [d], weight, bias, eps)[0]",
+    "F.rms_norm(x - x.mean(-1, keepdim=True), (d,), weight, eps) + bias",
+    "F.normalize(x - x.mean(-1, keepdim=True), dim=-1) * d**0.5 * weight + bias",
+    "torch.batch_norm(x.reshape(-1, d).T, None, None, None, None, True, 0.0, eps, False).T",
+]
+
+
+@pytest.mark.parametrize("expression", LAYER_NORMS)
+def test_library_equivalents_of_layer_norm_are_found(expression):
+    answer = f"def layer_norm(x, weight, bias, eps):\n    d = x.shape[-1]\n    return {expression}"
+    assert source_rules.violations([answer], ["torch.nn.functional.layer_norm"]), answer
 
 
 @pytest.mark.parametrize("answer", HONEST)
@@ -852,3 +1060,18 @@ def test_a_replay_on_a_busy_machine_costs_the_next_cell_nothing(monkeypatch, bus
     assert graded.results["ex1"].score == 0
     assert graded.results["ex2"].score == 1, graded.notes
     assert len(workers) == 3  # the first, the replay that failed, the one that worked
+
+
+def test_the_sandbox_runs_this_python_where_its_environment_really_is(
+    tmp_path, monkeypatch
+):
+    import sandbox
+
+    real = tmp_path / "envs" / "book"
+    (real / "bin").mkdir(parents=True)
+    (real / "bin" / "python").write_text("")
+    (tmp_path / ".venv").symlink_to(real)  # a .venv that is a link to elsewhere
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / ".venv"))
+    monkeypatch.setattr(sys, "executable", str(tmp_path / ".venv" / "bin" / "python"))
+    assert sandbox.python() == real / "bin" / "python"
+    assert sandbox.python().parent.parent in sandbox._binds()

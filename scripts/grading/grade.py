@@ -159,15 +159,25 @@ class Graded:
     )  # grade_id -> the student's written answer
 
 
-def answers_of(submission, cells: list) -> dict:
-    """grade_id -> the student's source, for each answer cell of the book. Cells are found by
-    their nbgrader id; a notebook that lost its metadata (some editors drop it) by the name
-    its answer defines."""
-    by_id = {}
+def answers_of(submission, cells: list) -> tuple:
+    """(grade_id -> the student's source, for each answer cell of the book; notes for the
+    feedback). Cells are found by their nbgrader id; a notebook that lost its metadata (some
+    editors drop it) by the name its answer defines. An exercise answered in two cells (a
+    copied cell) is graded on the later one, the one a run from top to bottom leaves in
+    force. Package installs are taken out (source_rules.without_habits)."""
+    by_id, copies, notes = {}, {}, []
     for cell in submission.cells:
         gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-        if gid and gid not in by_id:
+        if gid and cell.get("cell_type") == "code":
             by_id[gid] = cell.get("source", "")
+            copies[gid] = copies.get(gid, 0) + 1
+    for cell in cells:
+        if cell.kind == "answer" and copies.get(cell.grade_id, 0) > 1:
+            number = cell.exercise.removeprefix("ex").replace("_", ".")
+            notes.append(
+                f"Exercise {number} is answered in {copies[cell.grade_id]} cells: the last "
+                "of them is graded, as a run of the notebook from top to bottom leaves it"
+            )
     answers = {}
     for cell in cells:
         if cell.kind not in ("answer", "written"):
@@ -180,9 +190,11 @@ def answers_of(submission, cells: list) -> dict:
             if other.get("cell_type") == "code" and names & source_rules.defined(
                 other.get("source", "")
             ):
-                answers[cell.grade_id] = other["source"]
-                break
-    return answers
+                answers[cell.grade_id] = other["source"]  # the last such cell wins
+    for gid, source in answers.items():
+        answers[gid], skipped = source_rules.without_habits(source)
+        notes += skipped
+    return answers, notes
 
 
 def grade_submission(
@@ -386,7 +398,16 @@ def check(cell, session, reference, checks, answers, cells, tampering) -> Result
         s for s in earlier if s not in own and source_rules.defined(s) & graded_names
     ]
     others = [s for s in earlier if s not in own]
-    found = source_rules.violations(source_rules.reached(own, others), forbid)
+    reached = source_rules.reached(own, others)
+    copied = source_rules.copies(reached)
+    if copied:
+        text += (
+            "\n✘ the answer takes from vitlib.checks, which holds the grader's own answers "
+            "(an answer calls check_* functions at most):\n"
+            + "\n".join(f"   {c}" for c in copied)
+        )
+        return Result(0, "reference copied", text)
+    found = source_rules.violations(reached, forbid)
     # the Mistake objects the verdicts named, not text a student's message could imitate
     mistake = "; ".join(f"{m.name} (see {m.where})" for m in checks.named_mistakes)
     if found:
@@ -464,13 +485,12 @@ def run(
         "0"  # a verdict is a value here, not an exception
     )
     chapters = {p.stem: p for p in sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))}
-    students = sorted(
-        p for p in submissions.iterdir() if p.is_dir() and not p.is_symlink()
-    )
+    entries = sorted(submissions.iterdir())
+    students = [p for p in entries if p.is_dir() and not p.is_symlink()]
     staging = out.parent / f".{out.name}.new-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     (staging / "feedback").mkdir(parents=True)
-    (staging / "logs").mkdir()
+    (staging / "logs" / "book").mkdir(parents=True)
     hidden = [submissions, out, staging]
     grades = open(staging / "grades.csv", "w", newline="")
     writer = _SafeWriter(grades)
@@ -483,6 +503,10 @@ def run(
     previous = signal.signal(signal.SIGTERM, stop)
     plans, references, finished = {}, {}, False
     try:
+        for entry in [p for p in entries if p not in students]:  # each gets a row
+            writer.writerow(
+                [entry.name, "", "", "", "", f"not graded: {_not_a_folder(entry)}", ""]
+            )
         for student in students:
             chosen = {}
             entries = list(student.iterdir())
@@ -495,6 +519,13 @@ def run(
                 writer.writerow(
                     [student.name, link.name, "", "", "",
                      "not graded: a symbolic link (it could point at someone else's file)", ""]
+                )  # fmt: skip
+            for odd in [p for p in entries if not p.is_symlink() and not p.is_file()
+                        and (not p.is_dir() or p.suffix == ".ipynb")]:  # fmt: skip
+                kind = "a folder" if odd.is_dir() else "not a regular file"
+                writer.writerow(
+                    [student.name, odd.name, "", "", "",
+                     f"not graded: {kind}, not a notebook file", ""]
                 )  # fmt: skip
             files = [p for p in entries if p.is_file() and not p.is_symlink()]
             for path in sorted(files, key=lambda p: (p.stat().st_mtime, p.name)):
@@ -529,7 +560,7 @@ def run(
                 chapter = chapters[stem]
                 if stem not in plans:
                     plans[stem] = plan(chapter)
-                    log = staging / "logs" / f"reference-{stem}.txt"
+                    log = staging / "logs" / "book" / f"{stem}.txt"  # no student's
                     references[stem] = reference_run(
                         plans[stem], limits, log, unsafe, hidden
                     )
@@ -581,6 +612,15 @@ def run(
             )
 
 
+def _not_a_folder(entry: Path) -> str:
+    """Why a top-level entry of the submissions is no student's folder."""
+    if entry.is_symlink():
+        return "a symbolic link, not a student's folder (it could point at someone else's work)"
+    if entry.is_file():
+        return "a file beside the students' folders: a submission goes into SUBMISSIONS/<student>/"
+    return "not a folder nor a file"
+
+
 class _SafeWriter:
     """csv.writer whose cells cannot start a spreadsheet formula (a file named '=cmd|...')."""
 
@@ -604,7 +644,7 @@ def grade_file(
     student, path, chapter, cells, reference, limits, staging, seconds, unsafe, hidden
 ):
     """(grades.csv rows, the feedback page) for one submitted notebook."""
-    logs = staging / "logs" / student
+    logs = staging / "logs" / "students" / student  # apart from the book's own logs
     logs.mkdir(parents=True, exist_ok=True)
     if path.stat().st_size > SUBMISSION_LIMIT:
         status = f"not graded: the file is over {SUBMISSION_LIMIT // 2**20} MB (clear its outputs)"
@@ -618,9 +658,10 @@ def grade_file(
         return [[student, path.name, "", 0, "", status, ""]], _page(
             path.name, [], [status]
         )
+    answers, notes = answers_of(submission, cells)
     graded = grade_submission(
         cells,
-        answers_of(submission, cells),
+        answers,
         reference,
         limits,
         logs / f"{chapter.stem}.txt",
@@ -628,6 +669,7 @@ def grade_file(
         hidden,
         seconds,
     )
+    graded.notes[:0] = notes
     rows, blocks = [], []
     exercises = {}
     for c in cells:

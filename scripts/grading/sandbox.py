@@ -67,6 +67,16 @@ def sandbox_problem() -> str | None:
     return None
 
 
+def python() -> Path:
+    """This Python as the sandbox sees it: the environment's folder resolved (a .venv that
+    is a link to elsewhere is bound where it really is), the interpreter named inside it,
+    so that it still starts as the environment's."""
+    prefix, executable = Path(sys.prefix), Path(sys.executable)
+    if executable.is_relative_to(prefix):
+        return prefix.resolve() / executable.relative_to(prefix)
+    return executable.resolve()
+
+
 def _binds() -> list:
     """Read-only folders the worker needs: the system, this Python, and of the book only the
     library, the benchmark logs pages read and the worker itself: not the notebooks (they hold
@@ -128,7 +138,7 @@ def bwrap_command(root: Path, cwd: str, hidden=()) -> list:
 def _environment() -> dict:
     """All the worker inherits: no seed, no strictness, nothing of the grader's."""
     return {
-        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+        "PATH": f"{python().parent}:/usr/bin:/bin",
         "HOME": "/tmp/home",
         "LANG": "C.UTF-8",
         "MPLBACKEND": "Agg",
@@ -165,7 +175,7 @@ class Session:
             "open_files": 1024,
         }
         program = [
-            sys.executable, str(WORKER), str(to_worker), str(from_worker), json.dumps(rlimits),
+            str(python()), str(WORKER), str(to_worker), str(from_worker), json.dumps(rlimits),
         ]  # fmt: skip
         self.cgroup = Cgroup.make(limits)  # a hard limit where the kernel lends one
         if unsafe:

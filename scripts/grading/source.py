@@ -8,9 +8,16 @@ what those use, against the exercise's forbidden list and its equivalents. Param
 locals of the student's own functions are theirs. IPython's magics are read through (`%%time`
 and `%%capture` run code); a cell with anything else the grader cannot read, a shell command or
 `%run` included, fails both rules.
+
+What students write for themselves in Jupyter and Colab is no tampering: help (`x?`), timing,
+`%matplotlib`, `%load_ext autoreload` and `%autoreload`, Colab's form comments, and a guarded
+`if "google.colab" in sys.modules:`. A package install (`%pip install`, `!pip install`, ...)
+is taken out of the cell before anything reads or runs it (`without_habits`), and so is
+`%matplotlib`: grading installs and draws nothing; a note says whether the package is there.
 """
 
 import ast
+import importlib.util
 import re
 
 # core name of a forbidden function -> patterns (searched) of names that reach the same thing
@@ -21,7 +28,12 @@ EQUIVALENTS = {
         r"(?i)multi_?head_?attention|_native_multi_head|cudnn_attention",
     ],
     "attend": [r"^attend$", r"^MultiHeadAttention$"],
-    "layer_norm": [r"(?i)layer_?norm"],
+    # every normalisation that computes a LayerNorm when its groups are the right size, and
+    # F.normalize, which does on centred input
+    "layer_norm": [
+        r"(?i)(layer|group|instance|batch|rms|local_response)_?norm",
+        r"^normalize$",
+    ],
     "gelu": [r"(?i)gelu"],
     "cross_entropy": [r"(?i)cross_?entropy"],
     "nll_loss": [r"(?i)nll_?loss"],
@@ -56,7 +68,21 @@ HOOKS = {
 }  # fmt: skip
 LINE_MAGICS = {"time", "timeit", "prun"}  # their line is Python
 CELL_MAGICS = {"time", "timeit", "prun", "capture"}  # their cell is Python
-HARMLESS = {"xmode", "matplotlib", "precision", "pprint", "who", "whos", "pdef", "pdoc"}
+HARMLESS = {  # a student's own habits: help, display, reloading edited files
+    "xmode", "matplotlib", "precision", "pprint", "who", "whos", "pdef", "pdoc",
+    "pinfo", "pinfo2", "psearch", "autoreload",
+}  # fmt: skip
+HARMLESS_WITH = {  # magics harmless with these arguments only
+    "load_ext": ("autoreload",),
+    "config": ("InlineBackend.",),
+}
+DISPLAY = re.compile(r"^(?P<indent>[ \t]*)%matplotlib\b.*$", re.M)
+# a package install, as a line of its own: `%pip install x`, `!pip install -q x`, ...
+INSTALL = re.compile(
+    r"^(?P<indent>[ \t]*)[%!][ \t]*(?:(?:python3?[ \t]+-m[ \t]+)?pip3?|conda|mamba|uv[ \t]+pip)"
+    r"[ \t]+install\b(?P<args>.*)$",
+    re.M,
+)
 
 
 class Unreadable(Exception):
@@ -97,6 +123,10 @@ def _magic_code(call) -> str | None:
     name = args[0]
     if name in HARMLESS:
         return ""
+    given = args[1] if len(args) > 1 and isinstance(args[1], str) else None
+    if how == "run_line_magic" and given is not None and name in HARMLESS_WITH:
+        if given.strip().startswith(HARMLESS_WITH[name]):
+            return ""
     if how == "run_line_magic" and name in LINE_MAGICS and isinstance(args[1], str):
         words = args[1].split()
         while words and words[0].startswith("-"):  # %timeit -n 10 -r 3 code
@@ -127,6 +157,56 @@ def parse(source: str, depth: int = 0):
     except Unreadable:
         return None
     return tree
+
+
+def without_habits(source: str) -> tuple:
+    """(the cell as the grader runs it, a note for each line taken out). A package install
+    becomes `pass`: grading installs nothing (the sandbox has no network), and the note says
+    whether the package is there anyway (an answer that imports a missing one fails).
+    `%matplotlib` becomes `pass` too: the grader's shell draws nothing, and has no GUI
+    loop for the magic to start."""
+    notes = []
+    source = DISPLAY.sub(lambda m: m["indent"] + "pass", source)
+
+    def skip(match):
+        line = " ".join(match.group(0).split())
+        packages = [w for w in match["args"].split() if not w.startswith("-")]
+        names = [re.split(r"[<>=!~\[;@ ]", p)[0] for p in packages if p[:1].isalpha()]
+        there = [n for n in names if _importable(n)]
+        missing = [n for n in names if n not in there]
+        said = []
+        if there:
+            said.append(f"{', '.join(there)} is there")
+        if missing:
+            said.append(
+                f"{', '.join(missing)} is not, and an answer that imports it fails"
+            )
+        what = "; ".join(said) or "it names no package"
+        notes.append(f"`{line}` was not run: grading installs nothing ({what})")
+        return match["indent"] + "pass"
+
+    return INSTALL.sub(skip, source), notes
+
+
+def _importable(package: str) -> bool:
+    """Whether a package of that name (its import name: dashes become underscores) imports."""
+    module = package.replace("-", "_").lower()
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _membership_tests(tree) -> set:
+    """The ids of the nodes that stand right of `in` / `not in`: `"google.colab" in
+    sys.modules` asks what is loaded; it reaches into nothing."""
+    return {
+        id(right)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Compare)
+        and all(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops)
+        for right in node.comparators
+    }
 
 
 class _Scopes(ast.NodeVisitor):
@@ -365,6 +445,7 @@ def violations(sources: list, forbidden) -> list:
             )
 
         own, sys_names = _own_defs(tree), _aliases(tree, "sys")
+        asked = _membership_tests(tree)
         free = {id(n) for n in free_loads(tree)}
         for node in free_loads(tree):
             if node.id in own:
@@ -382,6 +463,7 @@ def violations(sources: list, forbidden) -> list:
                     node.attr == "modules"
                     and isinstance(node.value, ast.Name)
                     and node.value.id in sys_names
+                    and id(node) not in asked
                 ):
                     flag(node, "sys.modules", "a name looked up at run time")
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -474,6 +556,7 @@ def tampering(source: str) -> list:
     hooked = any(
         isinstance(n, ast.Name) and n.id == "get_ipython" for n in ast.walk(tree)
     )
+    asked = _membership_tests(tree)
     found = []
     for node in ast.walk(tree):
         line = getattr(node, "lineno", "?")
@@ -507,7 +590,11 @@ def tampering(source: str) -> list:
                 node
             ) in roots | {None}:
                 found.append(f"line {line}: `{node.attr}` reaches inside a module")
-            if node.attr == "modules" and root(node) in _aliases(tree, "sys"):
+            if (
+                node.attr == "modules"
+                and root(node) in _aliases(tree, "sys")
+                and id(node) not in asked
+            ):
                 found.append(f"line {line}: `sys.modules` reaches inside modules")
         elif isinstance(node, ast.alias):
             words = node.name.split(".")[:1]
@@ -519,4 +606,72 @@ def tampering(source: str) -> list:
                 found.append(f"line {line}: `{word}` reaches around Python")
             if word in HOOKS and hooked:
                 found.append(f"line {line}: it hooks the shell (`{word}`)")
+    return list(dict.fromkeys(found))
+
+
+PUBLIC_CHECK = re.compile(r"^(check_\w+|compare_prediction)$")
+
+
+def _chain(node) -> list:
+    """`a.b.c` -> ["a", "b", "c"]; [] for a chain that does not start at a name."""
+    names = []
+    while isinstance(node, ast.Attribute):
+        names.insert(0, node.attr)
+        node = node.value
+    return [node.id, *names] if isinstance(node, ast.Name) else []
+
+
+def copies(sources: list) -> list:
+    """Each place where an answer reaches into `vitlib.checks` for more than a check to call:
+    its chapter modules hold the grader's own answers (the references the checks compare
+    with), so an answer built on them is a copy, as 'line N: `name`'."""
+    found = []
+    for part, source in enumerate(sources):
+        tree = parse(source)
+        if tree is None:
+            continue  # unreadable: the tampering rule answers for it
+        where = f" of part {part + 1}" if len(sources) > 1 else ""
+        checks, library = {"checks"}, {"vitlib"}  # the book's cells import `checks`
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "vitlib":
+                checks |= {a.asname or a.name for a in node.names if a.name == "checks"}
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name == "vitlib.checks" and a.asname:
+                        checks.add(a.asname)
+                    elif a.name == "vitlib" and a.asname:
+                        library.add(a.asname)
+
+        def flag(node, text, where=where):
+            found.append(f"line {getattr(node, 'lineno', '?')}{where}: `{text}`")
+
+        # a chain is read once, whole: not again from each of its inner links
+        inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "vitlib.checks"
+            ):
+                for a in node.names:
+                    if node.module != "vitlib.checks" or not PUBLIC_CHECK.match(a.name):
+                        flag(node, f"from {node.module} import {a.name}")
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.startswith("vitlib.checks."):
+                        flag(node, f"import {a.name}")
+            elif isinstance(node, ast.Attribute) and id(node) not in inner:
+                chain = _chain(node)
+                if chain[:1] and chain[0] in library and chain[1:2] == ["checks"]:
+                    chain = chain[1:]
+                if chain[:1] and chain[0] in checks and len(chain) > 1:
+                    if not PUBLIC_CHECK.match(chain[1]):
+                        flag(node, ".".join(chain))
+            elif isinstance(node, ast.Call) and getattr(node.func, "id", "") in (
+                "getattr",
+                "vars",
+                "dir",
+            ):
+                target = _chain(node.args[0]) if node.args else []
+                if target[:1] and (target[0] in checks or target[1:2] == ["checks"]):
+                    flag(node, f"{node.func.id}({'.'.join(target)}, ...)")
     return list(dict.fromkeys(found))
