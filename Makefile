@@ -13,14 +13,14 @@ EDITION  ?= book
 PORT     ?= 8000
 SUBMISSIONS ?= submissions
 
-.PHONY: help install export data diagrams execute js book serve student assignments grade test lint clean retarget
+.PHONY: help install export data diagrams execute js book serve student assignments grade gradebook test lint clean retarget
 
 help:
 	@echo "make book   build the site into _build/html (sets up .venv first); EDITION=student: without solutions, into _build/student-site"
 	@echo "make serve  serve the built site on http://127.0.0.1:8000 (PORT=...): page 8c's live demo needs http, not a file"
 	@echo "make test   run every test: units, notebooks (nbval), export sync, the site in a browser"
 	@echo "steps:      install, export, data, diagrams, execute [NB=notebooks/01_patches.ipynb], js, student, lint, clean"
-	@echo "coursework: student, assignments, grade SUBMISSIONS=DIR (see book/instructors.md)"
+	@echo "coursework: student, assignments, grade SUBMISSIONS=DIR, gradebook [HAND=FILE] (see book/instructors.md)"
 	@echo "a fork:     retarget REPOSITORY=https://github.com/OWNER/NAME BRANCH=main (Colab links and installs then name it)"
 
 # --- set-up: a virtual environment with everything in requirements.txt, vitlib editable ---
@@ -106,7 +106,12 @@ assignments: $(STAMP)
 # grade $(SUBMISSIONS)/<student>/<notebook>.ipynb: _build/grades/grades.csv and feedback/ (in smoke
 # mode, on the Fashion-MNIST sample that ships with vitlib: no download)
 grade: export
-	$(BIN)/python scripts/coursework.py grade $(SUBMISSIONS) --out _build/grades $(if $(UNSAFE),--unsafe)
+	$(BIN)/python scripts/coursework.py grade $(SUBMISSIONS) --out _build/grades $(if $(UNSAFE),--unsafe) $(if $(HAND),--hand $(HAND))
+
+# your scores of the written answers (HAND, default: hand_grades.csv beside $(SUBMISSIONS)) merged
+# into _build/grades/grades.csv, and gradebook.csv (one row per student) written, without grading again
+gradebook: $(STAMP)
+	$(BIN)/python scripts/coursework.py gradebook --submissions $(SUBMISSIONS) $(if $(HAND),--hand $(HAND))
 
 # --- every test; the browser test reads the site that `book` just built. The tests read the
 # Fashion-MNIST sample in vitlib/fashion_sample/: no download. What a machine may lack (Chromium,

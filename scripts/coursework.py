@@ -3,6 +3,7 @@
     python scripts/coursework.py annotate [NOTEBOOK ...]     nbgrader metadata into the notebooks
     python scripts/coursework.py assignments [--out DIR]     nbgrader's release notebooks
     python scripts/coursework.py grade SUBMISSIONS [--seed N] [--out DIR] [--unsafe] [limits]
+    python scripts/coursework.py gradebook [--grades DIR] [--hand FILE]
     python scripts/coursework.py guide [--out book/coursework_table.md]
 
 **annotate** reads each exercise's prompt, `**Exercise 3.1 (kind, 2 points).**`, and marks the
@@ -17,7 +18,12 @@ memory, processes, CPU, files and output), and every verdict is computed outside
 book's own checks on inputs drawn from a seed the students have not seen. It writes
 `grades.csv` (student, notebook, exercise, score, max_score, status, feedback), one feedback
 page per submission and the workers' logs, into a new folder that replaces OUT at the end.
-Without bubblewrap it refuses to run, unless given --unsafe.
+Without bubblewrap it refuses to run, unless given --unsafe. Then it runs **gradebook**.
+
+**gradebook** merges the instructor's scores of the written answers (`--hand`, by default
+`hand_grades.csv` beside the submissions folder; new answers are added as rows to fill in)
+into `grades.csv`, and writes `gradebook.csv`, one row per student (see
+scripts/grading/gradebook.py).
 """
 
 import argparse
@@ -273,6 +279,30 @@ def grade(args, seed: int):
     )
     print(f"the checks' seed: {seed}")
     run(args.submissions, args.out, seed, limits, args.timeout, args.unsafe)
+    args.grades = args.out
+    gradebook(args)
+
+
+def gradebook(args):
+    """`gradebook`: the hand grades merged into grades.csv, and gradebook.csv written."""
+    sys.path.insert(0, str(Path(__file__).parent / "grading"))
+    from gradebook import merge
+
+    hand = args.hand or default_hand(args)
+    found = merge(args.grades, hand)
+    for problem in found["problems"]:
+        print(problem, file=sys.stderr)
+    print(
+        f"{args.grades / 'gradebook.csv'}: {found['students']} student(s); hand grades in "
+        f"{hand}: {found['typed']} typed, {found['waiting']} written answer(s) to grade"
+    )
+
+
+def default_hand(args) -> Path:
+    """hand_grades.csv beside the submissions folder (outside _build, which each run
+    replaces); for `gradebook` alone, the one `grade` would have used."""
+    submissions = getattr(args, "submissions", None) or Path("submissions")
+    return Path(submissions).resolve().parent / "hand_grades.csv"
 
 
 def main():
@@ -308,6 +338,19 @@ def main():
         action="store_true",
         help="grade without a sandbox (only for submissions you trust)",
     )
+    p.add_argument(
+        "--hand",
+        type=Path,
+        default=None,
+        help="your scores of the written answers (default: hand_grades.csv beside "
+        "SUBMISSIONS); rows for new answers are added, scores blank",
+    )
+    p = sub.add_parser(
+        "gradebook", help="merge the hand grades into grades.csv and gradebook.csv"
+    )
+    p.add_argument("--grades", type=Path, default=ROOT / "_build" / "grades")
+    p.add_argument("--hand", type=Path, default=None)
+    p.add_argument("--submissions", type=Path, default=None, help=argparse.SUPPRESS)
     p = sub.add_parser("guide", help="the instructors' table of pages")
     p.add_argument("--out", type=Path, default=ROOT / "book" / "coursework_table.md")
     args = parser.parse_args()
@@ -324,6 +367,8 @@ def main():
                 print(f"annotated {path}")
     elif args.command == "assignments":
         assignments(args.out, args.notebooks or chapters())
+    elif args.command == "gradebook":
+        gradebook(args)
     else:
         seed = args.seed if args.seed is not None else 1 + secrets.randbelow(2**31 - 1)
         if seed == 0:

@@ -407,6 +407,7 @@ def graded(tmp_path_factory):
         "changed": {str(p) for p in set(before) ^ set(after)}
         | {str(p) for p in before if p in after and before[p] != after[p]},
         "heard": heard,
+        "hand": folder.parent / "hand_grades.csv",
     }
 
 
@@ -457,6 +458,14 @@ def test_right_answers_score_full_marks_and_untouched_ones_zero(graded):
     assert set(scores(rows, "ben").values()) == {0}
     assert "nothing yet" in (out / "feedback" / "ben" / "03_attention.html").read_text()
     assert (out / "seed.txt").read_text().strip() == "12345"
+    # the gradebook: a row per student; the written answer listed for the instructor
+    book = {r["student"]: r for r in book_of_grades.read_rows(out / "gradebook.csv")}
+    assert book["ada"]["03_attention"] == "8" and book["ben"]["03_attention"] == "0"
+    assert book["ada"]["possible"] == str(8 + int(rows["ada", "3.6"]["max_score"]))
+    hand = book_of_grades.read_rows(graded["hand"])
+    assert {"student": "ada", "exercise": "3.6", "score": ""}.items() <= next(
+        r for r in hand if r["student"] == "ada"
+    ).items()
     assert "previous run" not in (out / "grades.csv").read_text()
 
 
@@ -1075,3 +1084,64 @@ def test_the_sandbox_runs_this_python_where_its_environment_really_is(
     monkeypatch.setattr(sys, "executable", str(tmp_path / ".venv" / "bin" / "python"))
     assert sandbox.python() == real / "bin" / "python"
     assert sandbox.python().parent.parent in sandbox._binds()
+
+
+# --- the instructor's loop: hand grades merged, one gradebook row per student
+
+import gradebook as book_of_grades  # noqa: E402
+
+
+def _grades_csv(folder, rows):
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "grades.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(grader.COLUMNS)
+        writer.writerows(rows)
+
+
+def test_hand_grades_are_listed_merged_and_totalled(tmp_path):
+    out, hand = tmp_path / "grades", tmp_path / "hand_grades.csv"
+    _grades_csv(out, [
+        ["ada", "03_attention.ipynb", "3.1", "2", "2", "graded", ""],
+        ["ada", "03_attention.ipynb", "3.6", "", "2", "needs manual grading", ""],
+        ["bo", "Copy of 03_attention (1).ipynb", "3.1", "0", "2", "library used", ""],
+        ["bo", "Copy of 03_attention (1).ipynb", "3.6", "", "2", "needs manual grading", ""],
+        ["bo", "04_block.ipynb", "4.1", "1", "1", "graded", ""],
+        ["cy", "notes.txt", "", "", "", "not graded: not a chapter", ""],
+    ])  # fmt: skip
+    found = book_of_grades.merge(out, hand)
+    assert (found["typed"], found["waiting"], found["students"]) == (0, 2, 3)
+    listed = book_of_grades.read_rows(hand)  # a row to fill in for each written answer
+    assert [(r["student"], r["exercise"], r["score"]) for r in listed] == [
+        ("ada", "3.6", ""),
+        ("bo", "3.6", ""),
+    ]
+    listed[0].update(score="1.5", comment="two differences, no measure")
+    listed[1].update(
+        score="3"
+    )  # more than the exercise's 2 points: refused, not capped
+    with open(hand, "w", newline="") as f:
+        writer = csv.DictWriter(f, book_of_grades.HAND_COLUMNS)
+        writer.writeheader()
+        writer.writerows(listed)
+    found = book_of_grades.merge(out, hand)
+    assert (found["typed"], found["waiting"]) == (1, 1)
+    assert "bo/Copy of 03_attention (1).ipynb/3.6 has score '3'" in found["problems"][0]
+    rows = {
+        (r["student"], r["exercise"]): r
+        for r in book_of_grades.read_rows(out / "grades.csv")
+    }
+    assert rows["ada", "3.6"]["status"] == "graded by hand"
+    assert rows["ada", "3.6"]["score"] == "1.5"
+    assert rows["ada", "3.6"]["feedback"] == "two differences, no measure"
+    assert rows["bo", "3.6"]["status"] == "needs manual grading"
+    book = book_of_grades.read_rows(out / "gradebook.csv")
+    assert list(book[0]) == ["student", "03_attention", "04_block", "total", "possible"]
+    assert [list(r.values()) for r in book] == [
+        ["ada", "3.5", "", "3.5", "5"],
+        ["bo", "0", "1", "1", "5"],  # 2 + 2 in chapter 3, 1 in chapter 4
+        ["cy", "", "", "0", "5"],
+    ]
+    assert (
+        book_of_grades.read_rows(hand)[0]["score"] == "1.5"
+    )  # a run keeps what you typed
