@@ -7,7 +7,9 @@ benchmarks/results/, or the run-times table of book/setup.md (which scripts/run_
 writes from the executions). A prose number matches a source number at its printed
 precision: "89.9%" matches 89.92 and 0.8992, not 89.8; "4.1 points" also matches the
 difference of two percentages that its sentence quotes and a source shows.
-Numbers in code, in math and in sentences that cite a paper or a specification are exempt,
+The rubrics and model answers of book/instructors.md are held to their chapter's outputs and
+the logs the same way. Numbers in code, in math and in sentences that cite a paper or a
+specification are exempt,
 and so are the few in EXEMPT, each with its reason. tests/test_prose_numbers.py fails on
 any other.
 """
@@ -36,6 +38,7 @@ RATIO = re.compile(
     r"(?<![\w.,])(\d+)\.(\d{3})(?![\d.]\d|\d|\s?(?:%|" + UNITS[3:] + r"))"
 )
 MARKS = re.compile(r"Exercise \d+[a-z]?\.\d+ \(")
+MARK = re.compile(r"\s*- \d+ points?:")  # a rubric's "- 1 point: ...", whole
 CITES = re.compile(r"et al\.|\(\d{4}\)|, \d{4}\)|paper|https?://|specification")
 
 EXEMPT = {  # (page, number as printed): why it needs no output
@@ -50,6 +53,8 @@ EXEMPT = {  # (page, number as printed): why it needs no output
         "7.5 GB",
     ): "arithmetic in the sentence: 50,000 images at 224x224x3",
     ("11_modern_vit", "91%"): "the goal the chapter sets itself, not a result",
+    ("08c_live_demo", "344 MB"): "arithmetic in the rubric: 86 M float32 parameters",
+    ("08c_live_demo", "23 MB"): "ViT-Ti/16's file size, a property of the model",
     ("11_modern_vit", "300 seconds"): "the goal the chapter sets itself, not a result",
 }
 
@@ -124,8 +129,9 @@ def _quoted(notebook: dict, stem: str):
                 printed = m.group(0).replace("\n", " ")
                 unit = m.group(3).strip()
                 unit = "points" if unit.startswith("point") else unit
+                mark = MARK.fullmatch(sentence[: m.end() + 1].rsplit("\n", 1)[-1])
                 if (stem, printed) in EXEMPT or (
-                    unit == "points" and MARKS.search(sentence)
+                    unit == "points" and (MARKS.search(sentence) or mark)
                 ):
                     continue
                 decimals = len(m.group(2) or "")
@@ -147,9 +153,44 @@ def _quoted(notebook: dict, stem: str):
 def unmatched(notebook_path: Path, shared: set) -> list:
     """[(cell id, number as printed, sentence)] of the prose numbers nothing shows."""
     notebook = json.loads(notebook_path.read_text())
-    own = numbers(output_text(notebook))
+    return _unmatched(
+        notebook, notebook_path.stem, numbers(output_text(notebook)), shared
+    )
+
+
+RUBRIC = re.compile(r"^\*\*Exercise (\d+)([a-z]?)\.(\d+) \(", re.M)
+
+
+def rubrics(text: str) -> list:
+    """(exercise, its page's stem prefix, text) of each model answer and rubric of the
+    instructors' page: from its `**Exercise N.M (` line to the next one or heading."""
+    found = []
+    starts = list(RUBRIC.finditer(text))
+    for start, after in zip(starts, [*starts[1:], None]):
+        end = after.start() if after else len(text)
+        body = text[start.start() : end].split("\n## ")[0]
+        number = f"{start[1]}{start[2]}.{start[3]}"
+        found.append((number, f"{int(start[1]):02d}{start[2]}_", body))
+    return found
+
+
+def rubric_unmatched(page: Path, shared: set, root: Path = ROOT) -> list:
+    """[(exercise, number as printed, sentence)] of the numbers a rubric of `page` (the
+    instructors' page) quotes that neither its chapter's outputs nor a log show."""
+    found = []
+    for exercise, prefix, body in rubrics(page.read_text()):
+        [chapter] = [p for p in chapters(root) if p.stem.startswith(prefix)]
+        notebook = json.loads(chapter.read_text())
+        own = numbers(output_text(notebook))
+        cells = {"cells": [{"cell_type": "markdown", "id": exercise, "source": [body]}]}
+        found += _unmatched(cells, chapter.stem, own, shared)
+    return found
+
+
+def _unmatched(notebook: dict, stem: str, own: set, shared: set) -> list:
+    """unmatched's work on a notebook's prose, with `own`, the numbers its outputs show."""
     shown, missing = {}, []  # shown: {sentence: its percentages that a source shows}
-    for quote in _quoted(notebook, notebook_path.stem):
+    for quote in _quoted(notebook, stem):
         _, sentence, _, value, decimals, unit = quote
         if _matches(value, decimals, unit, own, strict=False) or _matches(
             value, decimals, unit, shared
@@ -178,5 +219,10 @@ if __name__ == "__main__":
         for cell_id, printed, sentence in unmatched(path, shared):
             total += 1
             print(f"{path.stem} [{cell_id}] {printed!r}: {sentence[:160]}")
+    for exercise, printed, sentence in rubric_unmatched(
+        ROOT / "book" / "instructors.md", shared
+    ):
+        total += 1
+        print(f"instructors.md, exercise {exercise}: {printed!r}: {sentence[:160]}")
     print(f"{total} prose number(s) that no output, log or run-times table shows")
     sys.exit(1 if total else 0)

@@ -20,6 +20,29 @@ def test_every_prose_number_has_a_source(notebook):
     )
 
 
+def test_every_rubric_number_has_a_source():
+    page = ROOT / "book" / "instructors.md"
+    assert len(prose_numbers.rubrics(page.read_text())) >= 20  # every written exercise
+    found = prose_numbers.rubric_unmatched(page, SHARED)
+    assert not found, "rubric numbers no output or log shows:\n" + "\n".join(
+        f"exercise {e} {number!r}: {sentence[:150]}" for e, number, sentence in found
+    )
+
+
+def test_a_rubric_number_its_page_lacks_is_found(tmp_path):
+    (tmp_path / "notebooks").mkdir()
+    page = _page(tmp_path, "A page.", "accuracy 0.8992")
+    page.rename(tmp_path / "notebooks" / "12_page.ipynb")
+    rubric = tmp_path / "instructors.md"
+    rubric.write_text(
+        "## Rubrics\n\n**Exercise 12.1 (2 points): a page.**\n\n"
+        "- 1 point: the accuracy, 89.9%, read from the page.\n"
+        "- 1 point: the other run's 91.4%.\n\n## Running a course\n\nAt 93.1%."
+    )
+    found = prose_numbers.rubric_unmatched(rubric, set(), root=tmp_path)
+    assert [(e, number) for e, number, _ in found] == [("12.1", "91.4%")]
+
+
 def _page(tmp_path, prose: str, output: str) -> Path:
     cells = [
         {"cell_type": "markdown", "id": "m", "metadata": {}, "source": [prose]},

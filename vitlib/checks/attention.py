@@ -107,7 +107,8 @@ def _split_heads(x, heads):
 @exercise(
     "Exercise 3.3, split the heads",
     reference=_split_heads,
-    hint="reshape to (b, n, h, d), then swap the token and head axes",
+    hint="see chapter 3, Many heads (version 2): the heads come out of the last axis, "
+    "then move in front of the tokens",
     forbid=("einops.rearrange", "einops.einops.rearrange"),
 )
 def check_split_heads(g):
@@ -126,8 +127,8 @@ def _attention_parameters(dim):
 @exercise(
     "Exercise 3.5, parameters of attention",
     reference=_attention_parameters,
-    hint="a Linear(d, 3d) for q, k, v and a Linear(d, d) for the output, each with a bias; "
-    "the number of heads does not matter",
+    hint="see chapter 3, Many heads (version 3): count the weights and the biases of "
+    "each Linear layer the module holds",
 )
 def check_attention_parameters(g):
     """Exercise 3.5: `fn(dim)` counts the parameters of multi-head attention with biases."""

@@ -14,8 +14,8 @@ from ..cnn import principal_filters, shift
 @exercise(
     "Exercise 9.1, shift by hand",
     reference=shift,
-    hint="start from torch.zeros_like(images); copy images[..., :h - down, :w - right] "
-    "into out[..., down:, right:]",
+    hint="see chapter 9, What each model assumes: the image moves down and right, and "
+    "zeros fill what nothing moved into",
     forbid=("vitlib.cnn.shift",),
     atol=0,
 )
