@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -276,6 +277,13 @@ HABITS = {
     + RIGHT["ex3_5-answer"]
     + "\n%timeit -n 1 -r 1 1 + 1",
 }
+# right on every hidden case but the first: partial credit, the share of cases right
+FIRST_WRONG = (
+    "CALLS = []\n\n\ndef split_heads(x, heads):\n    CALLS.append(1)\n"
+    "    b, n, width = x.shape\n"
+    "    out = x.reshape(b, n, heads, width // heads).transpose(1, 2)\n"
+    "    return out * 0 if len(CALLS) == 1 else out"
+)
 # the grader's own answers, imported from vitlib.checks instead of written
 COPIES = {
     "ex3_2-answer": "from vitlib.checks.attention import _attention as fixed_attention",
@@ -371,6 +379,7 @@ def graded(tmp_path_factory):
     }
     students["cole"] = colab_download(submission(RIGHT, HABITS))
     students["copy"] = submission(RIGHT, COPIES)
+    students["half"] = submission(RIGHT, {"ex3_3-answer": FIRST_WRONG})
     students["twice"] = answered_twice(submission(RIGHT), "ex3_2-answer", ZEROS_32)
     students["reference-03_attention.txt"] = submission(RIGHT)  # once a log's name
     for name, notebook in students.items():
@@ -510,6 +519,26 @@ def test_honest_habits_score_full_marks_and_installs_are_noted(graded):
     page = (out / "feedback" / "cole" / "03_attention.html").read_text()
     assert "`%pip install -q einops` was not run: grading installs nothing" in page
     assert "einops is there" in page
+
+
+@pytest.mark.sandbox
+def test_partial_credit_is_the_share_of_hidden_cases_right(graded):
+    rows = graded["rows"]
+    assert (
+        0 < scores(rows, "half")["3.3"] < 2
+        and rows["half", "3.3"]["status"] == "graded"
+    )
+    page = (graded["out"] / "feedback" / "half" / "03_attention.html").read_text()
+    right, cases = re.search(r"split the heads, (\d+) of (\d+) cases right", page).groups()
+    assert int(right) == int(cases) - 1
+    assert scores(rows, "half")["3.3"] == round(2 * int(right) / int(cases), 2)
+
+
+def test_a_score_is_all_or_the_share_of_cases_right():
+    assert grader._score(2, True, [(1, 4)]) == 2
+    assert grader._score(2, False, [(3, 4)]) == 1.5
+    assert grader._score(1, False, [(1, 3), (1, 3)]) == 0.33  # two checks in one cell
+    assert grader._score(2, False, []) == 0  # a check that counts no cases
 
 
 @pytest.mark.sandbox

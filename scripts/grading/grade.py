@@ -366,6 +366,7 @@ def check(cell, session, reference, checks, answers, cells, tampering) -> Result
 
     out = io.StringIO()
     checks.named_mistakes.clear()
+    checks.case_counts.clear()
     with contextlib.redirect_stdout(out):
         if name == "compare_prediction":
             recorded = reference.get(cell.index) or []
@@ -416,7 +417,16 @@ def check(cell, session, reference, checks, answers, cells, tampering) -> Result
             + "\n".join(f"   {f}" for f in found)
         )
         return Result(0, "library used", text, mistake)
-    return Result(cell.points if ok else 0, "graded", text, mistake)
+    return Result(_score(cell.points, ok, checks.case_counts), "graded", text, mistake)
+
+
+def _score(points: int, ok: bool, counts: list) -> float:
+    """All the points for a right answer; for a wrong one, the share of its hidden cases that
+    came out right (partial credit), to a hundredth of a point."""
+    if ok:
+        return points
+    cases = sum(n for _, n in counts)
+    return round(points * sum(r for r, _ in counts) / cases, 2) if cases else 0
 
 
 # --- the whole run ---
