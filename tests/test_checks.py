@@ -1,13 +1,19 @@
 """vitlib.checks: right answers pass, wrong ones get a verdict (and raise in strict mode)."""
 
+import ast
+import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
 
 from vitlib import checks
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def patchify(images, p):
@@ -289,3 +295,58 @@ def test_an_answer_that_calls_the_library_function_it_replaces_fails(lenient, ca
             assert "write this one yourself" in capsys.readouterr().out, name
             checked += 1
     assert checked >= 5, checked
+
+
+# --- hints point to the section that teaches the idea, never to code
+
+HINT = re.compile(r"hint\s*=\s*((?:\"(?:[^\"\\]|\\.)*\"\s*)+)")
+POINTER = re.compile(r"^see (?:the start of )?chapter (\w+)(?:, ([^:]+?))?:")
+
+
+def _hints() -> list:
+    """(module, hint) of every hint a check gives, read from vitlib/checks' source."""
+    found = []
+    for path in sorted((ROOT / "vitlib" / "checks").glob("*.py")):
+        for m in HINT.finditer(path.read_text()):
+            found.append((path.stem, ast.literal_eval("(" + m.group(1) + ")")))
+    return found
+
+
+def _headings(chapter: str) -> list:
+    """The section titles of a chapter's page ("3", "8d"), without their numbers (8d.2)."""
+    number, letter = re.fullmatch(r"(\d+)([a-z]?)", chapter).groups()
+    [path] = (ROOT / "notebooks").glob(f"{int(number):02d}{letter}_*.ipynb")
+    cells = json.loads(path.read_text())["cells"]
+    text = "\n".join(
+        "".join(c["source"]) for c in cells if c["cell_type"] == "markdown"
+    )
+    return [
+        re.sub(r"^#+ (\d+[a-z]?\.\d+ )?", "", line)
+        for line in text.split("\n")
+        if line.startswith("#")
+    ]
+
+
+def test_every_hint_names_a_section_that_exists():
+    hints = _hints()
+    assert len(hints) >= 40
+    for module, hint in hints:
+        pointer = POINTER.match(hint)
+        assert pointer, (
+            f"vitlib.checks.{module}: a hint names its section first: {hint!r}"
+        )
+        chapter, section = pointer.groups()
+        if section:
+            section = re.sub(r" \(.*\)$", "", section)  # "Many heads (version 2)"
+            assert any(h.startswith(section) for h in _headings(chapter)), (
+                module,
+                hint,
+            )
+
+
+def test_a_hint_with_code_or_a_missing_section_is_found():
+    assert not POINTER.match(
+        "reshape to (b, n, h, d), then swap the token and head axes"
+    )
+    assert not any(h.startswith("Many hats") for h in _headings("3"))
+    assert any(h.startswith("The deletion curve") for h in _headings("8d"))

@@ -28,7 +28,7 @@ def _mixup(images, labels, lam, perm, k):
 @exercise(
     "Exercise 7.1, MixUp fixed",
     reference=_mixup,
-    hint="mix one-hot targets, not class numbers: F.one_hot(labels, num_classes).float()",
+    hint="see the start of chapter 7: MixUp mixes the targets as it mixes the images, so a target must be one that can be mixed",
     forbid=("vitlib.data.mix_batch",),
     mistakes=(
         Mistake(
@@ -72,7 +72,7 @@ def _as_float64(fn, logits, labels, eps):
 @exercise(
     "Exercise 7.2, cross-entropy with label smoothing",
     reference=_smoothed_cross_entropy,
-    hint="target (1 - eps) on the true class plus eps / k on every class, the true one too",
+    hint="see chapter 6b, One step: label smoothing takes a share from the true class and spreads it over every class",
     forbid=("torch.nn.functional.cross_entropy", "torch.nn.functional.nll_loss"),
     mistakes=(
         Mistake(

@@ -50,8 +50,7 @@ def _masked_attention(q, k, v, mask):
 @exercise(
     "Exercise 3.1, masked attention",
     reference=_masked_attention,
-    hint="scores = q @ kᵀ / √d; set the hidden scores to -inf (masked_fill); subtract each "
-    "row's max, exponentiate, divide by the row's sum (keepdim=True); then @ v",
+    hint="see chapter 3, One head: a hidden key must get no weight at all, and each query's weights still sum to one",
     forbid=ATTENTION_SHORTCUTS + SOFTMAX,
     mistakes=(
         Mistake(
@@ -81,8 +80,8 @@ def _softmax_over_queries(q, k, v):
 @exercise(
     "Exercise 3.2, the bug fixed",
     reference=_attention,
-    hint="each query's weights must sum to one: which axis of (…, n_queries, n_keys) is "
-    "that?",
+    hint="see chapter 3, One head: each query's weights must sum to one; which axis holds "
+    "one query's weights?",
     forbid=ATTENTION_SHORTCUTS,
     mistakes=(
         Mistake(

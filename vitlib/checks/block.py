@@ -18,7 +18,7 @@ def _gelu_tanh(x):
 @exercise(
     "Exercise 4.1, GELU with tanh",
     reference=_gelu_tanh,
-    hint="0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))",
+    hint="see chapter 4, The MLP: the tanh approximation of GELU, and how far it is from the exact curve",
     forbid=("torch.nn.functional.gelu",),
 )
 def check_gelu_tanh(g):
@@ -40,7 +40,8 @@ def _layer_norm_over_batch(x, weight, bias, eps):
 @exercise(
     "Exercise 4.2, LayerNorm fixed",
     reference=_layer_norm,
-    hint="a token is normalised over its own d features: which axis holds them?",
+    hint="see chapter 4, LayerNorm: a token is normalised over its own features; which "
+    "axis holds them?",
     forbid=("torch.nn.functional.layer_norm", "torch.layer_norm"),
     mistakes=(
         Mistake(
@@ -76,7 +77,7 @@ def _block_parameters(dim, mlp_dim):
 @exercise(
     "Exercise 4.4, parameters of a block",
     reference=_block_parameters,
-    hint="two LayerNorms (2d each), attention (4d^2 + 4d), the MLP (2 d m + m + d)",
+    hint="see chapter 4, The block at a glance: count the weights and biases of each of its layers",
 )
 def check_block_parameters(g):
     """Exercise 4.4: `fn(dim, mlp_dim)` counts the parameters of a TransformerBlock."""

@@ -73,14 +73,14 @@ def check_save_atomically(fn) -> bool:
         return verdict(title, False, "the tensors saved at path", describe(story))
     got, first, left, after_crash, last = story
     if not _same(first, old):
-        hint = "write the tensors with safetensors.torch.save_file"
+        hint = "see chapter 6c, Checkpoints that survive a crash: the file is a safetensors file"
         return verdict(title, False, "the tensors saved at path", describe(got), hint)
     if left:
         return verdict(
             title, False, "only model.safetensors in the folder", f"also {left}"
         )
     if not _same(after_crash, old):
-        hint = "write beside it (path plus '.partial'), then os.replace the whole file over path"
+        hint = "see chapter 6c, Checkpoints that survive a crash: write the whole file elsewhere on the same disk, then put it in place in one step"
         return verdict(
             f"{title} (the disk filled up halfway through a save)",
             False,

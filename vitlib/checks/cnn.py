@@ -54,7 +54,7 @@ def _with_signs_chosen(fn, weight, k):
 @exercise(
     "Exercise 9.2, principal filters fixed",
     reference=_principal_filters,
-    hint="subtract the mean filter (flat.mean(0)) before the SVD",
+    hint="see chapter 9, What each model learns first: principal components describe how filters vary around their mean",
     forbid=("vitlib.cnn.principal_filters",),
     mistakes=(
         Mistake(
@@ -95,8 +95,7 @@ def _distillation_smoothed_twice(both, labels, teacher_logits, smoothing):
 @exercise(
     "Exercise 9.4, hard distillation loss",
     reference=_hard_distillation,
-    hint="smooth only the class head's loss; the distillation head's target is "
-    "teacher_logits.argmax(1)",
+    hint="see chapter 9, Distillation: each head has its own target, and only one of them is smoothed",
     forbid=("vitlib.cnn.Distillation",),
     mistakes=(
         Mistake(

@@ -27,7 +27,8 @@ def _normalise(images, mean, std):
 @exercise(
     "Exercise 6a.1, normalisation fixed",
     reference=_normalise,
-    hint="mean and std are in [0, 1] units: bring the pixels there first",
+    hint="see chapter 6a, One tensor per split: pixels and statistics must be in the same "
+    "units",
     mistakes=(
         Mistake(
             "pixels and statistics in different units: 0-255 pixels, [0, 1] mean and std",

@@ -62,8 +62,7 @@ def _top_class(model, images, scores, patch_size, baseline):
 @exercise(
     "Exercise 8d.1, the deletion curve by hand",
     reference=_deletion,
-    hint="target = model(images).argmax(-1) once, on the whole images; order = scores "
-    "sorted high to low (stable); after k deletions read softmax(...)[target]",
+    hint="see chapter 8d, The deletion curve and its area: the class is fixed once, on the whole image, and the patches go in the map's order",
     forbid=("vitlib.faithfulness.deletion_curve", "vitlib.faithfulness.delete_patches"),
     mistakes=(
         Mistake(
@@ -96,8 +95,7 @@ def _from_the_image(model, images, scores, patch_size, baseline):
 @exercise(
     "Exercise 8d.2, the insertion curve fixed",
     reference=_insertion,
-    hint="start from torch.full_like(images, baseline) and copy the patches of the image "
-    "onto it, highest score first: the first point has no patch of the image at all",
+    hint="see chapter 8d, The deletion curve and its area: insertion starts from an image with no patch at all",
     forbid=("vitlib.faithfulness.deletion_curve",),
     mistakes=(
         Mistake(

@@ -24,8 +24,7 @@ def _as_float64(fn, attention):
 @exercise(
     "Exercise 8c.1, rollout in NumPy",
     reference=_class_row,
-    hint="per layer: a = maps.mean(0) + I; a /= a.sum(-1, keepdims=True); joint = "
-    "a @ joint; then joint[0, 1:]",
+    hint="see chapter 8b, Attention rollout: the same steps, layer by layer, then the class token's row over the patches",
     forbid=("vitlib.rollout.attention_rollout", "vitlib.rollout.fuse_heads"),
     adapt=_as_float64,
 )
@@ -50,7 +49,7 @@ def _leaves_its_inputs(fn, images, patches, patch_size):
 @exercise(
     "Exercise 8c.2, occlusion fixed",
     reference=occlude,
-    hint="patch k sits at row k // w and column k % w, w the number of patches across",
+    hint="see chapter 8c, Painting patches out: how a patch's number gives its row and column in the grid",
     forbid=("vitlib.live.occlude",),
     atol=0,
     adapt=_leaves_its_inputs,

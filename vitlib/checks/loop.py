@@ -22,7 +22,8 @@ def _confusion(predictions, labels, k):
 @exercise(
     "Exercise 6b.1, confusion matrix fixed",
     reference=_confusion,
-    hint="row = true label, column = prediction: each row sums to that class's image count",
+    hint="see chapter 6b, Where the model goes wrong: a row is the true class, a column the "
+    "prediction",
     mistakes=(
         Mistake(
             "rows and columns swapped: rows by prediction, columns by true class",

@@ -27,8 +27,7 @@ def _vit_parameters(
 @exercise(
     "Exercise 5a.1, parameters of a ViT",
     reference=_vit_parameters,
-    hint="patch d*c*p*p + d; class token d; positions (1 + n) d; depth blocks; final "
-    "norm 2d; head d*classes + classes",
+    hint="see chapter 5a, Counting parameters: the patch embedding, the tokens and positions, the blocks, the final norm and the head",
 )
 def check_vit_parameters(g):
     """Exercise 5a.1: `fn(img_size, patch_size, in_channels, num_classes, dim, depth, mlp_dim)`
@@ -73,7 +72,8 @@ def check_mean_pool_head(fn) -> bool:
         (torch.randn(2, 5, 16, generator=g), norm, head),
         (10 * torch.randn(3, 50, 16, generator=g) + 4, norm, head),
     ]
-    hint = "tokens[:, 1:] leaves out the class token; mean over the token axis (1); then norm, then head"
+    hint = "see chapter 5a, CLS or mean pooling: the mean is over the patch tokens only, and "
+    "the norm comes before the head"
     with torch.no_grad():
         return check_function(
             "Exercise 5a.2, mean pooling", fn, reference, cases, atol=1e-4, hint=hint

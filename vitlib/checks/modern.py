@@ -22,8 +22,7 @@ def _rope_interleaved(x, cos, sin, prefix):
 @exercise(
     "Exercise 11.1, rotary positions by hand",
     reference=apply_rope,
-    hint="a = x[..., prefix:, :d/2], b = x[..., prefix:, d/2:]; (a cos - b sin, b cos + a sin) "
-    "with the first half of cos and sin; the prefix tokens unchanged",
+    hint="see chapter 11, Positions: which numbers of a head are turned together, and that the prefix tokens are not turned",
     forbid=("vitlib.modern.apply_rope",),
     mistakes=(
         Mistake(
@@ -61,8 +60,7 @@ def _rolled(images, down, right):
 @exercise(
     "Exercise 11.2, shifted copies fixed",
     reference=shifted_copies,
-    hint="pad the images with zeros (F.pad by right and down on each side), then crop each "
-    "copy from the padded images: nothing wraps around",
+    hint="see chapter 11, Shifted patches: the copies move the image, and nothing wraps around the border",
     forbid=("vitlib.modern.shifted_copies",),
     mistakes=(
         Mistake(

@@ -18,8 +18,7 @@ from ..patches import PatchEmbed, patchify, unpatchify
 @exercise(
     "Exercise 1.1, patchify by hand",
     reference=patchify,
-    hint="split H into (h, p) and W into (w, p), move both grid axes before the channel "
-    "axis, then flatten each patch as (c, p, p) like vitlib.patches.patchify",
+    hint="see chapter 1, Cutting the image into a sequence: each patch becomes one row, its pixels in the same order as vitlib's",
     forbid=(
         "vitlib.patches.patchify",
         "einops.rearrange",
@@ -125,7 +124,7 @@ def _pad_reference(images, p):
 @exercise(
     "Exercise 1.4, pad to fit",
     reference=_pad_reference,
-    hint="pad by (-width % p) on the right and (-height % p) at the bottom",
+    hint="see chapter 1, Sizes that do not fit: pad each side up to the next multiple of the patch size, on the right and at the bottom only",
 )
 def check_pad_to_multiple(g):
     """Exercise 1.4: `fn(images, p)` pads (b, c, H, W) with zeros at the bottom and right, as
@@ -149,8 +148,8 @@ def _unpatchify_grid_swapped(patches, patch_size, grid):
 @exercise(
     "Exercise 1.5, unpatchify fixed",
     reference=unpatchify,
-    hint="the tokens are in raster order: all of row 0, then row 1; which grid axis comes "
-    "first?",
+    hint="see chapter 1, The grid of patches: the tokens come row after row; which grid "
+    "axis comes first?",
     forbid=("vitlib.patches.unpatchify", "einops.rearrange"),
     mistakes=(
         Mistake(

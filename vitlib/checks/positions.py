@@ -32,7 +32,8 @@ def _resize_without_cls(table, new_side):
 @exercise(
     "Exercise 2.1, the resize fixed",
     reference=_resize_reference,
-    hint="count the rows of each part: how many rows does table[:, :0] have?",
+    hint="see chapter 2, A bigger image needs a bigger table: the class token's row stays "
+    "apart from the grid's rows; count the rows of each part",
     forbid=("vitlib.positions.resample_pos_embed",),
     mistakes=(
         Mistake(
@@ -58,7 +59,7 @@ def check_fixed_resize(g):
 @exercise(
     "Exercise 2.2, the class token",
     reference=prepend_cls,
-    hint="expand or repeat the token to (b, 1, d), then concatenate in front along dim 1",
+    hint="see chapter 2, The CLS token: one learned token, the same for every image, goes in front of the patches",
     forbid=("vitlib.positions.prepend_cls",),
 )
 def check_add_cls(g):
@@ -77,8 +78,7 @@ def _position_parameters(image_size, patch_size, dim):
 @exercise(
     "Exercise 2.4, parameters of a learned table",
     reference=_position_parameters,
-    hint="one row of d numbers per token: the (image_size / patch_size)**2 patches and "
-    "the CLS token",
+    hint="see chapter 2, Three position embeddings: a learned table has one row per token, the class token included",
 )
 def check_position_parameters(g):
     """Exercise 2.4: `fn(image_size, patch_size, dim)` counts a learned table's numbers (CLS included)."""

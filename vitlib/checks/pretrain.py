@@ -20,13 +20,15 @@ def _mask_problem(got, again, batch: int, n: int, ratio: float):
         return f"shape ({batch}, {n})", f"shape {tuple(got.shape)}", "one row per image"
     counts = sorted(set(got.sum(1).tolist()))
     if counts != [k]:
-        hint = "hide the k patches with the smallest random numbers of each row"
+        hint = "see chapter 10, Hiding patches: every image hides the same number of patches, chosen at random"
         return f"{k} hidden patches in every row", f"rows with {counts} hidden", hint
     if not torch.equal(got, again):
-        hint = "draw every random number from `generator`"
+        hint = (
+            "see chapter 10, Hiding patches: the same generator must give the same mask"
+        )
         return "the same mask from the same seed", "another mask", hint
     if batch >= 64 and (got.float().mean(0) - k / n).abs().max() > 0.3:
-        hint = "draw one random number per patch of every image, then sort each row"
+        hint = "see chapter 10, Hiding patches: each image draws its own random order of its patches"
         return "every place hidden about as often", "some places (nearly) always", hint
     return None
 
@@ -70,8 +72,7 @@ def _loss_over_every_patch(predictions, targets, mask):
 @exercise(
     "Exercise 10.2, masked loss fixed",
     reference=masked_mse,
-    hint="average each patch's squared error over its pixels, then over the hidden "
-    "patches: divide by mask.sum()",
+    hint="see chapter 10, What to predict, and what counts: only hidden patches count, each as much as another",
     forbid=("vitlib.pretrain.masked_mse",),
     mistakes=(
         Mistake(
@@ -92,8 +93,7 @@ def check_fixed_masked_mse(g):
 @exercise(
     "Exercise 10.4, patch targets by hand",
     reference=patch_targets,
-    hint="patchify, then per patch (x - mean) / sqrt(var + 1e-6) with "
-    "var(..., unbiased=False)",
+    hint="see chapter 10, What to predict, and what counts: each patch normalised by its own mean and variance",
     forbid=("vitlib.pretrain.patch_targets",),
     atol=1e-4,
 )

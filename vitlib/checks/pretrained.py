@@ -47,7 +47,7 @@ def _split_qkv(qkv_weight):
 @exercise(
     "Exercise 5b.2, split qkv",
     reference=_split_qkv,
-    hint="the rows are Q, then K, then V: d rows each",
+    hint="see chapter 5b, Three layouts of the same numbers: the fused weight stacks the queries', keys' and values' rows",
 )
 def check_split_qkv(g):
     """Exercise 5b.2: `fn(qkv_weight)` splits a fused (3d, d) weight into (q, k, v), each (d, d)."""
@@ -75,8 +75,7 @@ def _hub_key_to_vitlib(key):
 @exercise(
     "Exercise 5b.3, rename a hub key",
     reference=_hub_key_to_vitlib,
-    hint="see the table at the top of the page; attention.output.dense must become "
-    "attn.proj before output.dense becomes mlp.fc2",
+    hint="see chapter 5b, Three layouts of the same numbers: its table of names, and which renaming must come first",
 )
 def check_hub_key_to_vitlib(g):
     """Exercise 5b.3: `fn(key)` renames a Hugging Face hub-file key to vitlib's."""

@@ -23,8 +23,7 @@ def _rollout_step(attention):
 @exercise(
     "Exercise 8b.1, rollout step fixed",
     reference=_rollout_step,
-    hint="a = attention.mean(1) + torch.eye(n); a / a.sum(-1, keepdim=True): keepdim "
-    "divides rows, not columns",
+    hint="see chapter 8b, Attention rollout: after adding the identity, each row must sum to one again",
     forbid=("vitlib.rollout.attention_rollout",),
     mistakes=(
         Mistake(
@@ -59,8 +58,7 @@ def _as_float64(fn, weights, patch_size):
 @exercise(
     "Exercise 8b.2, mean attention distance",
     reference=_head_distance,
-    hint="patch (i, j) has its centre at (i * patch_size, j * patch_size); weight each "
-    "distance, sum each row, then average the rows",
+    hint="see chapter 8b, How far does each head look?: the distance between patch centres, weighted by attention",
     forbid=(
         "vitlib.rollout.patch_distances",
         "vitlib.rollout.mean_attention_distance",

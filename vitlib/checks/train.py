@@ -50,7 +50,7 @@ def check_fixed_shard(fn) -> bool:
                 case, False, "the same shard when called again", describe(again)
             )
         if isinstance(later, torch.Tensor) and torch.equal(later, shards[0]):
-            hint = "the epoch must change the shuffle: mix it into the seed"
+            hint = "see chapter 6a, The loader: the order of the images must change from one epoch to the next"
             return verdict(
                 case, False, "another order in epoch 1", "the same as in epoch 0", hint
             )

@@ -33,8 +33,7 @@ def _as_tensor(fn, *case):
 @exercise(
     "Exercise 8a.1, resize fixed",
     reference=_upsample,
-    hint="OpenCV sizes are (width, height): cv2.resize(heat, (width, height), "
-    "interpolation=cv2.INTER_LINEAR)",
+    hint="see chapter 8a, Step 1: stretch the map: which order of height and width OpenCV expects",
     mistakes=(
         Mistake(
             "(width, height) swapped for OpenCV: cv2.resize takes (width, height)",
@@ -72,7 +71,7 @@ def _as_uint8(fn, colour, image, alpha):
 @exercise(  # OpenCV and NumPy may round halves differently: one step apart is allowed
     "Exercise 8a.3, blend by hand",
     reference=_blend,
-    hint="alpha * colour + (1 - alpha) * image in floats, np.round, then .astype(np.uint8)",
+    hint="see chapter 8a, Step 4: blend: mix in floats, round, and only then go back to bytes",
     forbid=("cv2.addWeighted",),
     atol=1,
     adapt=_as_uint8,
