@@ -61,10 +61,10 @@ def test_stored_outputs_come_from_one_full_run(notebook):
 # processor to the next (DESIGN: executing the notebooks): a rounding residue, below 1e-4 (the
 # loosest tolerance the book compares with), printed as digits rather than as a bound; and a
 # timing. A small number is fine where it is a bound or a setting: after "to", "within",
-# "below", "eps", "=", "+", ..., or among the inputs a check's verdict names.
+# "below", "eps", "name=", "+", ..., or among the inputs a check's verdict names.
 NUMBER = re.compile(r"(?<![\w.])-?(\d+\.?\d*(?:[eE][-+]?\d+)?)")
 BOUND_OR_SETTING = re.compile(
-    r"(\bto|\bwithin|\bbelow|\bunder|\babove|<|<=|≤|\beps|=|\bLayerScale|\btolerance|[+*/])\s*$"
+    r"(\bto|\bwithin|\bbelow|\bunder|\babove|<|<=|≤|\beps|\w=|\bLayerScale|\btolerance|[+*/])\s*$"
 )
 TIMING = re.compile(
     r"(?<![\w.])\d+(\.\d+)?\s?(ns|µs|us|ms|s|sec|seconds?|min|minutes?)\b"
@@ -102,7 +102,8 @@ def test_a_residue_or_a_timing_is_found():
         == stored_in_chapter_11.splitlines()[1:]
     )
     for bad in ["max difference 4.7e-19", "error: 0.0000012", "one step took 1.25 s",
-                "forward: 12 ms", "3.2 minutes on this CPU", "gap -3e-08"]:  # fmt: skip
+                "forward: 12 ms", "3.2 minutes on this CPU", "gap -3e-08",
+                "max diff = 3e-19"]:  # fmt: skip
         assert processor_dependent(bad) == [bad]
     for fine in [
         "version 1: list of heads     equals version 4 to 1e-5: True",
