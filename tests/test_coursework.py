@@ -529,7 +529,9 @@ def test_partial_credit_is_the_share_of_hidden_cases_right(graded):
         and rows["half", "3.3"]["status"] == "graded"
     )
     page = (graded["out"] / "feedback" / "half" / "03_attention.html").read_text()
-    right, cases = re.search(r"split the heads, (\d+) of (\d+) cases right", page).groups()
+    right, cases = re.search(
+        r"split the heads, (\d+) of (\d+) cases right", page
+    ).groups()
     assert int(right) == int(cases) - 1
     assert scores(rows, "half")["3.3"] == round(2 * int(right) / int(cases), 2)
 
