@@ -27,16 +27,17 @@ FLAGS = (
 )
 
 
-def serve(site: Path) -> http.server.ThreadingHTTPServer:
-    """A quiet HTTP server for `site` on a free loopback port, running in a thread; its URL
-    is f"http://127.0.0.1:{server.server_address[1]}". Call .shutdown() when done."""
+def serve(site: Path, port: int = 0) -> http.server.ThreadingHTTPServer:
+    """A quiet HTTP server for `site` on 127.0.0.1 (`port`, 0: a free one), running in a
+    thread; its URL is f"http://127.0.0.1:{server.server_address[1]}". Call .shutdown() when
+    done. `make serve` (scripts/serve.py) serves the site with it."""
 
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args):
             pass
 
     httpd = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(Quiet, directory=str(site))
+        ("127.0.0.1", port), functools.partial(Quiet, directory=str(site))
     )
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     return httpd

@@ -8,19 +8,13 @@ Opened from disk (file://), every page reads, but browsers refuse what the live 
 """
 
 import argparse
-import functools
-import http.server
 import sys
+import threading
 from pathlib import Path
 
+from browser import serve  # the server the site tests use (standard library only)
+
 SITE = Path(__file__).resolve().parents[1] / "_build" / "html"
-
-
-class Quiet(http.server.SimpleHTTPRequestHandler):
-    """Serves files without a log line per request."""
-
-    def log_message(self, *args):
-        pass
 
 
 def main(argv=None) -> None:
@@ -30,9 +24,8 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if not (args.site / "index.html").is_file():
         sys.exit(f"make serve: no site in {args.site}: build it first with make book")
-    handler = functools.partial(Quiet, directory=str(args.site))
     try:
-        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", args.port), handler)
+        httpd = serve(args.site, args.port)
     except OSError as error:
         sys.exit(
             f"make serve: port {args.port} cannot be used ({error.strerror}): choose "
@@ -41,8 +34,9 @@ def main(argv=None) -> None:
     url = f"http://127.0.0.1:{httpd.server_address[1]}/"
     print(f"The book is at {url} (Ctrl-C stops the server)", flush=True)
     try:
-        httpd.serve_forever()
+        threading.Event().wait()  # the server runs in its own thread
     except KeyboardInterrupt:
+        httpd.shutdown()
         print("stopped")
 
 

@@ -113,7 +113,7 @@ def test_a_residue_or_a_timing_is_found():
         "largest difference: 4.7e-04, at |x| = 2.7",  # a true difference, above 1e-4
         "   got:      values that differ by up to 1.5e-03",
         "torch.Size([3, 300, 451]) torch.float32 min 0.00, max 0.91",
-        "logits equal to 1e-12, timm -> vitlib: True",
+        "timm -> vitlib: largest logit difference below 1e-12: True",
         "✘ Exercise 4.2, LayerNorm fixed (inputs: a tensor of shape (8,), 1e-06): not yet.",
         "   hint:     multiply each by max_norm / (length + 1e-6)",
     ]:

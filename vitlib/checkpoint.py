@@ -196,7 +196,7 @@ def _first_wrong(found: dict, expected: dict, part: int):
     wrong = [k for k in expected if found[k][part] != expected[k][part]]
     return len(wrong), wrong[0] if wrong else None
 
-
+# %% ../notebooks/06c_checkpoints.ipynb #c010d
 def _check_tensors(path, model) -> None:
     """NotACheckpoint unless the file holds exactly the model's tensors, each in its shape
     and its dtype. Both come from the file's header: no tensor is read."""

@@ -284,7 +284,7 @@ def _accuracies(row: dict) -> str:
     shown = [s for s in ("val", "test") if not math.isnan(row[f"{s}_accuracy"])]
     return " ".join(f"{s} {row[f'{s}_accuracy']:.2%}" for s in shown)
 
-
+# %% ../notebooks/06d_training_for_real.ipynb #c027c
 def _check_run(data, config, stop_after, world: int, tested=True) -> None:
     """RunRefused for a run without one full epoch: no full batch, no test images (when
     `tested`), or a stop before the first epoch; and for crops that miss the image."""
@@ -425,7 +425,13 @@ def _parser():
         "(default: 5000, or a tenth of a smaller training set; 0: none)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    # one flag per field: the model's (m_...) but those the data decides, then training's (t_...)
+    _field_flags(p)
+    return p
+
+# %% ../notebooks/06d_training_for_real.ipynb #c034q
+def _field_flags(p) -> None:
+    """One flag per field: the model's (dest m_...) but those the data decides, then
+    training's (t_...); a bool field gets --flag and --no-flag."""
     from_data = ("img_size", "in_channels", "num_classes")
     model_fields = [f for f in fields(ViTConfig) if f.name not in from_data]
     for prefix, group in (("m_", model_fields), ("t_", fields(TrainConfig))):
@@ -436,7 +442,6 @@ def _parser():
             else:
                 kind = {"int": int, "float": float, "str": str}.get(f.type, f.type)
                 p.add_argument(flag, type=kind, dest=dest, metavar=f.name.upper())
-    return p
 
 # %% ../notebooks/06d_training_for_real.ipynb #c035
 def _settings(args, parser) -> tuple:

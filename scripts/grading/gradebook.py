@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from grade import CHAPTER_NAME  # noqa: E402  a renamed download is its chapter
+from grade import CHAPTER_NAME, _SafeWriter  # noqa: E402
 
 HAND_COLUMNS = ["student", "notebook", "exercise", "max_score", "score", "comment"]
 BY_HAND = ("needs manual grading", "graded by hand")
@@ -41,33 +41,14 @@ def read_rows(path: Path) -> list:
 
 
 def _write(path: Path, columns: list, rows: list) -> None:
-    """The CSV, whole or not at all (a .partial file renamed into place)."""
+    """The CSV of `rows` (dicts), whole or not at all (a .partial file renamed into place);
+    no cell can start a spreadsheet formula (grade.py's _SafeWriter)."""
     partial = path.with_name(path.name + ".partial")
     with open(partial, "w", newline="") as f:
-        writer = csv.writer(f)
+        writer = _SafeWriter(f)
         writer.writerow(columns)
-        writer.writerows(
-            [[_safe(row.get(c, "")) for c in columns] for row in rows]
-            if rows and isinstance(rows[0], dict)
-            else [[_safe(v) for v in row] for row in rows]
-        )
+        writer.writerows([[row.get(c, "") for c in columns] for row in rows])
     os.replace(partial, path)
-
-
-def _safe(value):
-    """A cell that cannot start a spreadsheet formula (a student named '=cmd|...')."""
-    text = str(value)
-    if text[:1] in ("=", "+", "-", "@", "\t", "\r") and not _number(text):
-        return "'" + text
-    return value
-
-
-def _number(text: str) -> bool:
-    try:
-        float(text)
-        return True
-    except ValueError:
-        return False
 
 
 def hand_scores(hand: Path, grades: list) -> tuple:
@@ -145,17 +126,14 @@ def gradebook(grades: list, path: Path) -> int:
     students = sorted({g["student"] for g in grades})
     rows = []
     for student in students:
-        mine = [g for g in exercises if g["student"] == student]
-        points = {}
-        for g in mine:
-            chapter = _chapter(g["notebook"])
-            points[chapter] = points.get(chapter, 0) + float(g["score"] or 0)
-        total = sum(points.values())
-        rows.append(
-            [student]
-            + [f"{points[c]:g}" if c in points else "" for c in chapters]
-            + [f"{total:g}", f"{sum(possible.values()):g}"]
-        )
+        points = {}  # chapter -> points; a chapter not handed in stays blank
+        for g in exercises:
+            if g["student"] == student:
+                chapter = _chapter(g["notebook"])
+                points[chapter] = points.get(chapter, 0) + float(g["score"] or 0)
+        row = {"student": student, **{c: f"{p:g}" for c, p in points.items()}}
+        row |= {"total": f"{sum(points.values()):g}"}
+        rows.append(row | {"possible": f"{sum(possible.values()):g}"})
     _write(path, ["student", *chapters, "total", "possible"], rows)
     return len(students)
 
