@@ -3,6 +3,7 @@
 
 import contextlib
 import csv
+import html
 import io
 import json
 import os
@@ -290,6 +291,17 @@ COPIES = {
     "ex3_3-answer": "import vitlib\n\n\ndef split_heads(x, heads):\n"
     "    return vitlib.checks.attention._split_heads(x, heads)",
 }
+# the grader's own answer, read from the checks' file and run: no import for a rule to see
+READS = {
+    "ex3_2-answer": "import pathlib, sys, vitlib\n"
+    "text = (pathlib.Path(vitlib.__file__).parent / 'checks' / 'attention.py').read_text()\n"
+    "start = text.find('def _attention(')\n"
+    "pathlib.Path('/tmp/mine').mkdir(exist_ok=True)\n"
+    "body = text[start : text.find('\\n\\n\\n', start)] if start >= 0 else ''\n"
+    "pathlib.Path('/tmp/mine/mine.py').write_text('import math, torch\\n' + body)\n"
+    "sys.path.insert(0, '/tmp/mine')\n"
+    "from mine import _attention as fixed_attention",
+}
 MEMFD = (
     "import os\nchunk = bytes(2**24)\nfiles = []\nfor _ in range(6 * 64):\n"
     "    fd = os.memfd_create('x')\n    os.write(fd, chunk)\n    files.append(fd)\n"
@@ -379,6 +391,7 @@ def graded(tmp_path_factory):
     }
     students["cole"] = colab_download(submission(RIGHT, HABITS))
     students["copy"] = submission(RIGHT, COPIES)
+    students["reader"] = submission(RIGHT, READS)
     students["half"] = submission(RIGHT, {"ex3_3-answer": FIRST_WRONG})
     students["twice"] = answered_twice(submission(RIGHT), "ex3_2-answer", ZEROS_32)
     students["reference-03_attention.txt"] = submission(RIGHT)  # once a log's name
@@ -551,6 +564,16 @@ def test_the_graders_own_answers_cannot_be_copied(graded):
         assert rows["copy", exercise]["status"] == "reference copied"
     page = (graded["out"] / "feedback" / "copy" / "03_attention.html").read_text()
     assert "from vitlib.checks.attention import _attention" in page
+
+
+@pytest.mark.sandbox
+def test_the_graders_own_answers_are_not_in_the_sandbox(graded):
+    # the sandbox's vitlib.checks has the check names and helpers, not what they compare with
+    rows = graded["rows"]
+    assert scores(rows, "reader") == {**FULL, "3.2": 0}
+    page = (graded["out"] / "feedback" / "reader" / "03_attention.html").read_text()
+    message = "name 'fixed_attention' is not defined"  # its import found nothing
+    assert message in html.unescape(page)
 
 
 @pytest.mark.sandbox

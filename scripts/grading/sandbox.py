@@ -9,6 +9,7 @@ sandbox's memory (resident set), a time limit per cell, and a cap on the output 
 When the worker ends, everything it started ends with it (the PID namespace goes).
 """
 
+import atexit
 import json
 import os
 import pickle
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+import public_checks  # noqa: E402
 import wire  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,7 +73,8 @@ def python() -> Path:
     """This Python as the sandbox sees it: the environment's folder resolved (a .venv that
     is a link to elsewhere is bound where it really is), the interpreter named inside it,
     so that it still starts as the environment's."""
-    prefix, executable = Path(sys.prefix), Path(sys.executable)
+    prefix = Path(os.path.normpath(sys.prefix))
+    executable = Path(os.path.normpath(sys.executable))  # no ".." left in it
     if executable.is_relative_to(prefix):
         return prefix.resolve() / executable.relative_to(prefix)
     return executable.resolve()
@@ -86,6 +89,22 @@ def _binds() -> list:
         paths.add(Path(prefix).resolve())
     paths |= {ROOT / "vitlib", ROOT / "benchmarks" / "results", Path(__file__).parent}
     return sorted(paths, key=lambda p: len(p.parts))
+
+
+_PUBLIC = []  # the folder of vitlib.checks' public face, written once per grader
+
+
+def public_checks_folder() -> Path:
+    """vitlib.checks as the worker sees it (public_checks): written on first use into a
+    folder of this process's, removed when it ends."""
+    if not _PUBLIC:
+        base = Path(os.environ.get("TMPDIR", "/tmp")) / f"vitlib-checks-{os.getpid()}"
+        shutil.rmtree(base, ignore_errors=True)
+        public_checks.write(base / "checks")
+        base.chmod(0o755)
+        atexit.register(shutil.rmtree, base, ignore_errors=True)
+        _PUBLIC.append(base / "checks")
+    return _PUBLIC[0]
 
 
 def bwrap_command(root: Path, cwd: str, hidden=()) -> list:
@@ -108,6 +127,12 @@ def bwrap_command(root: Path, cwd: str, hidden=()) -> list:
                 made.add(parent)
         command += ["--ro-bind", str(path), str(path)]
         made.add(path)
+    # the checks without the grader's answers: those stay in the grader, which compares
+    command += [
+        "--ro-bind",
+        str(public_checks_folder()),
+        str(ROOT / "vitlib" / "checks"),
+    ]
     for path in hidden:
         path = Path(path).resolve()
         if any(path.is_relative_to(b) for b in _binds()):

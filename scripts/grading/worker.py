@@ -38,8 +38,9 @@ def limit(limits: dict):
 
 
 def private_checks(checks):
-    """A private copy of the package vitlib.checks, every chapter's module included, for the
-    work done here (forbidden functions, in-place helpers). It is registered in sys.modules
+    """A private copy of the package vitlib.checks as the sandbox shows it (its public face:
+    no references, see public_checks.py), for the work done here (forbidden functions,
+    in-place helpers). It is registered in sys.modules
     only while it loads, so that its modules import each other; the answers can reach
     vitlib.checks by name, not this copy."""
     name = "vitlib._grading"
