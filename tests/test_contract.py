@@ -189,3 +189,79 @@ def test_a_name_keeps_the_fields_it_sets():
 
     with pytest.raises(ValueError, match="needs another name"):
         build_model("vit-distilled", "fashion", distilled=False)
+
+
+def _writes_to_imported_names(source: str) -> list:
+    """Lines where a module changes a name it imported from another vitlib module: `X |=`,
+    `X[k] = ...`, `X.append(...)` and the other methods that change a list, dict or set."""
+    import ast
+
+    tree = ast.parse(source)
+    imported = {
+        a.asname or a.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.level >= 1
+        for a in node.names
+    }
+    changes = {
+        "append",
+        "extend",
+        "insert",
+        "update",
+        "setdefault",
+        "pop",
+        "add",
+        "clear",
+    }
+    found = []
+    for node in ast.walk(tree):
+        target = None
+        if isinstance(node, ast.AugAssign):
+            target = node.target
+        elif isinstance(node, ast.Assign):
+            target = next(
+                (t for t in node.targets if isinstance(t, ast.Subscript)), None
+            )
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in changes:
+                target = node.func.value
+        while isinstance(target, (ast.Subscript, ast.Attribute)):
+            target = target.value
+        if isinstance(target, ast.Name) and target.id in imported:
+            found.append(f"line {node.lineno}: {ast.unparse(node)[:80]}")
+    return found
+
+
+def test_no_module_rewrites_another_modules_registry():
+    """Registries are filled through their owner's function (register_model,
+    register_recipes, register_timm_converters), never written by another module."""
+    from pathlib import Path
+
+    import vitlib
+
+    package = Path(vitlib.__file__).parent
+    for path in sorted(package.rglob("*.py")):
+        found = _writes_to_imported_names(path.read_text())
+        assert not found, f"{path.relative_to(package)}: {found}"
+    # the rule sees the old ways
+    old = "from .loop import RECIPES\nfrom .pretrained import TO_TIMM, FROM_TIMM\n"
+    old += "RECIPES |= {'a': 1}\nTO_TIMM[int] = str\nFROM_TIMM.append(len)\n"
+    assert len(_writes_to_imported_names(old)) == 3
+
+
+def test_a_registry_refuses_a_second_entry_under_one_name():
+    from dataclasses import replace
+
+    from vitlib.loop import RECIPES, register_recipes
+    from vitlib.pretrained import register_timm_converters
+
+    register_recipes({"fashion-cpu": RECIPES["fashion-cpu"]})  # its page run again
+    other = replace(RECIPES["fashion-cpu"], note="another recipe")
+    with pytest.raises(ValueError, match="already registered"):
+        register_recipes({"fashion-cpu": other})
+    assert RECIPES["fashion-cpu"].note != "another recipe"
+    with pytest.raises(TypeError, match="must be a Recipe"):
+        register_recipes({"new": dict(epochs=1)})
+    assert "new" not in RECIPES
+    with pytest.raises(ValueError, match="already registered"):
+        register_timm_converters(ModernViT, lambda w, **c: None, lambda m: m)

@@ -2,7 +2,8 @@
 
 # %% auto #0
 __all__ = ['OFF_AT_ZERO', 'RECIPES', 'TrainConfig', 'check_train_config', 'unwrapped', 'parameter_groups', 'WarmupCosine',
-           'make_optimizer', 'batches', 'classify', 'train_step', 'evaluating', 'predict', 'evaluate', 'Recipe']
+           'make_optimizer', 'batches', 'classify', 'train_step', 'evaluating', 'predict', 'evaluate', 'Recipe',
+           'register_recipes']
 
 # %% ../notebooks/06b_fashion_mnist.ipynb #c007
 import contextlib
@@ -245,43 +246,59 @@ RECIPES = {  # name: Recipe; fashion-cpu, this page's, first
     ),
 }
 
+
+def register_recipes(recipes: dict) -> None:
+    """Add {name: Recipe} to RECIPES, where each recipe's chapter defines it. A name means
+    one recipe: registering it again with an equal recipe (its page run again) changes
+    nothing, and with a different one is an error, so no chapter rewrites another's."""
+    for name, recipe in recipes.items():
+        if not isinstance(recipe, Recipe):
+            raise TypeError(
+                f"recipe {name!r} must be a Recipe, got {type(recipe).__name__}"
+            )
+        if name in RECIPES and RECIPES[name] != recipe:
+            raise ValueError(f"a different recipe named {name!r} is already registered")
+    RECIPES.update(recipes)
+
 # %% ../notebooks/06b_fashion_mnist.ipynb #c021a
-RECIPES |= {  # the GPU recipes (pages 6d and 7)
-    "fashion-gpu": Recipe(
-        "fashion-mnist",
-        "fashion",
-        dict(dim=384, depth=6, heads=6, mlp_dim=768, drop_path=0.1),
-        TrainConfig(
-            epochs=110,
-            batch_size=1024,
-            lr=1.5e-3,
-            warmup_epochs=5,
-            crop_padding=2,
-            flip=True,
-            compile=True,
+register_recipes(
+    {  # the GPU recipes (pages 6d and 7)
+        "fashion-gpu": Recipe(
+            "fashion-mnist",
+            "fashion",
+            dict(dim=384, depth=6, heads=6, mlp_dim=768, drop_path=0.1),
+            TrainConfig(
+                epochs=110,
+                batch_size=1024,
+                lr=1.5e-3,
+                warmup_epochs=5,
+                crop_padding=2,
+                flip=True,
+                compile=True,
+            ),
+            "a wide ViT for one GPU; measured in benchmarks/results/time_to_accuracy_cuda.txt: "
+            "seeds 0-2 on an NVIDIA H200, test 91.91-93.17%, validation 91.80-93.72%, "
+            "80.1-108.1 s of training (compiling included), 93% reached by 1 of 3 seeds, "
+            "after 95.5 s",
         ),
-        "a wide ViT for one GPU; measured in benchmarks/results/time_to_accuracy_cuda.txt: "
-        "seeds 0-2 on an NVIDIA H200, test 91.91-93.17%, validation 91.80-93.72%, "
-        "80.1-108.1 s of training (compiling included), 93% reached by 1 of 3 seeds, "
-        "after 95.5 s",
-    ),
-    "cifar10-gpu": Recipe(
-        "cifar10",
-        "cifar",
-        dict(drop_path=0.1),
-        TrainConfig(
-            epochs=200,
-            batch_size=512,
-            lr=1e-3,
-            weight_decay=0.05,
-            warmup_epochs=5,
-            crop_padding=4,
-            flip=True,
-            auto_augment="trivial",
-            mixup=0.8,
-            cutmix=1.0,
-            compile=True,
+        "cifar10-gpu": Recipe(
+            "cifar10",
+            "cifar",
+            dict(drop_path=0.1),
+            TrainConfig(
+                epochs=200,
+                batch_size=512,
+                lr=1e-3,
+                weight_decay=0.05,
+                warmup_epochs=5,
+                crop_padding=4,
+                flip=True,
+                auto_augment="trivial",
+                mixup=0.8,
+                cutmix=1.0,
+                compile=True,
+            ),
+            "chapter 7's CIFAR-10 recipe for one GPU, 200 epochs; not measured",
         ),
-        "chapter 7's CIFAR-10 recipe for one GPU, 200 epochs; not measured",
-    ),
-}
+    }
+)
