@@ -12,7 +12,8 @@ The lines between `### BEGIN SOLUTION` and `### END SOLUTION` become, at the sam
     raise NotImplementedError()
 
 (nbgrader's convention), so an unanswered exercise's check says "nothing yet". A written
-answer's cell (a "Model answer" admonition) becomes "YOUR ANSWER HERE".
+answer's cell (a "Model answer" admonition) becomes "YOUR ANSWER HERE", and a code cell
+tagged `model-answer` (a measurement the model answer quotes) is left out.
 
 Outputs. A student on Colab's CPU should see the chapter's figures, tables, printed shapes and
 timings without waiting for a training run, but no answer. `reveals_answer` decides per code
@@ -55,6 +56,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 MODEL_ANSWER_TITLE = "Model answer"
 MODEL_ANSWER = "```{admonition} " + MODEL_ANSWER_TITLE  # a written answer's first line
+MODEL_ANSWER_TAG = "model-answer"  # a code cell that belongs to a model answer
 CHECK = re.compile(
     r"^\s*checks\.(check_\w+|compare_prediction)\(", re.M
 )  # a grade cell
@@ -169,8 +171,14 @@ def student_notebook(path: Path) -> nbformat.NotebookNode:
             answer = reveals_answer(book, index)
             cell.outputs = [] if answer else static_outputs(cell.outputs)
             cell.execution_count = None
+    # a code cell of a model answer (tagged model-answer: the measurement it quotes) goes
+    notebook.cells = [c for c in notebook.cells if MODEL_ANSWER_TAG not in _tags(c)]
     notebook.metadata.pop("widgets", None)
     return notebook
+
+
+def _tags(cell) -> list:
+    return cell.get("metadata", {}).get("tags", [])
 
 
 def chapters(root: Path = ROOT) -> list:
