@@ -344,6 +344,31 @@ def test_every_hint_names_a_section_that_exists():
             )
 
 
+def _prediction_hints() -> list:
+    """(page, hint) of every predict-then-run grade cell (compare_prediction) of the pages."""
+    found = []
+    for path in sorted((ROOT / "notebooks").glob("[0-9]*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            source = "".join(cell["source"])
+            if cell["cell_type"] == "code" and "compare_prediction(" in source:
+                for m in HINT.finditer(source):
+                    found.append((path.stem, ast.literal_eval("(" + m.group(1) + ")")))
+    return found
+
+
+def test_every_prediction_hint_names_a_section_that_exists():
+    hints = _prediction_hints()
+    assert len(hints) >= 15
+    for page, hint in hints:
+        pointer = POINTER.match(hint)
+        assert pointer, f"{page}: a hint names its section first: {hint!r}"
+        chapter, section = pointer.groups()
+        assert section and any(h.startswith(section) for h in _headings(chapter)), (
+            page,
+            hint,
+        )
+
+
 def test_a_hint_with_code_or_a_missing_section_is_found():
     assert not POINTER.match(
         "reshape to (b, n, h, d), then swap the token and head axes"
