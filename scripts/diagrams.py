@@ -218,7 +218,8 @@ def matrix(ax, x, y, w, h, name, shape="", kind="patch", light=True, size=10):
     "position table added (b, 197, 768); dropout; depth encoder blocks, each LayerNorm, "
     "multi-head attention and a residual sum, then LayerNorm, MLP and a residual sum; a "
     "final LayerNorm; the class token's output is pooled (b, 768) and the head gives the "
-    "logits (b, classes). Each step carries its chapter, and its attribute and shape where "
+    "logits (b, classes). Pooling by the mean of the patch tokens instead, the final "
+    "LayerNorm comes after the mean. Each step carries its chapter, and its attribute and shape where "
     "it has one.",
 )
 def draw_vit():
@@ -263,11 +264,19 @@ def draw_vit():
             "(b, 197, 768)",
             "ch. 3, 4",
         ),
-        (1.95, 0.45, "6  LayerNorm", "norm", "norm", "(b, 197, 768)", "ch. 4"),
+        (
+            1.95,
+            0.45,
+            "6  LayerNorm",
+            "norm",
+            "norm",
+            "(b, 197, 768)",
+            "ch. 4",
+        ),
         (
             1.2,
             0.45,
-            "7  pool: the class token (or the mean)",
+            "7  pool: class token (or mean, then 6)",
             "cls",
             "",
             "(b, 768)",
@@ -509,14 +518,10 @@ def draw_fused_qkv():
     )
     # reshape and permute: three stacks of heads
     arrow(ax, (bx + 6 * seg, by - 0.38), (bx + 6 * seg, 2.45))
-    label(
-        ax, bx + 6 * seg + 0.12, 2.66, "reshape (b, n, 3, h, $d_h$)", size=9, ha="left"
-    )
+    text = "reshape (b, n, 3, h, $d_h$), where $d_h$ = d / h"
+    label(ax, bx + 6 * seg + 0.12, 2.66, text, size=9, ha="left")
     label(
         ax, bx + 6 * seg + 0.12, 2.42, "permute (3, b, h, n, $d_h$)", size=9, ha="left"
-    )
-    label(
-        ax, bx + 6 * seg + 0.12, 2.18, "$d_h$ = d / h", size=9, ha="left", colour="norm"
     )
     for t, name in enumerate("qkv"):
         gx = bx + 0.15 + t * 1.25
@@ -1341,7 +1346,7 @@ def draw_modern_vit():
     )
     ax.add_patch(frame)
     label(ax, x0 + 1.675, 4.25, "block × depth (chapter 4)", size=10, fontweight="bold")
-    ax.plot([x0 + 3.0, x0 + 3.0], [3.85, 0.6], color=COLOURS["ink"], lw=1.2, zorder=0.5)
+    ax.plot([x0 + 3.0, x0 + 3.0], [3.85, 0.6], color=COLOURS["ink"], lw=2.6, zorder=1)
     label(ax, x0 + 3.0, 3.95, "stream", size=8, colour="norm")
     rows = [
         ("LayerNorm", "norm"),
@@ -1355,10 +1360,12 @@ def draw_modern_vit():
     for i, (text, kind) in enumerate(rows):
         h = 0.5 if "\n" in text else 0.36
         box(ax, x0 + 0.2, y - h, 2.5, h, text, kind, size=8.5)
+        if kind == "norm":  # each branch starts from the stream, at a LayerNorm
+            arrow(ax, (x0 + 3.0, y - h / 2), (x0 + 2.72, y - h / 2))
         if i in (2, 5):  # each branch is added to the stream
             arrow(ax, (x0 + 2.72, y - h / 2), (x0 + 2.86, y - h / 2))
             plus(ax, x0 + 3.0, y - h / 2)
-        if i < 5:
+        elif i < 5:  # within a branch, box after box
             arrow(ax, (x0 + 1.45, y - h - 0.02), (x0 + 1.45, y - h - 0.12))
         y -= h + 0.14
     x1 = x0 + 3.5  # pooling and the head
