@@ -136,11 +136,20 @@ def table(root: Path = ROOT) -> str:
         colab = span(min(measured), max(measured)) if measured else "not measured"
         longest = max(total(stem, k, found, root) or 0 for k in records)
         gpu = "at most the CPU time" if longest > LONG else "not needed"
+        gpu = gpu if uses_gpu(stem, root) else "no help: the page computes on the CPU"
         lines.append(f"| {page} | {' | '.join(cells)} | {colab} | {gpu} |")
     return "\n".join(lines)
 
 
 ESTIMATE = "at most the CPU time (an estimate: not measured yet)"
+
+
+def uses_gpu(stem: str, root: Path = ROOT) -> bool:
+    """Whether a code cell of the page can put its work on a CUDA GPU: only then does a GPU
+    runtime in Colab help (pages 1 to 5b, 8a and 8c compute on the CPU)."""
+    notebook = json.loads((root / "notebooks" / f"{stem}.ipynb").read_text())
+    code = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
+    return any("cuda" in source for source in code)
 
 
 def page_note(stem: str, found: dict, root: Path = ROOT) -> str:
@@ -159,11 +168,16 @@ def page_note(stem: str, found: dict, root: Path = ROOT) -> str:
         if k != kind
     ]
     also = f"; {'; '.join(others)}" if others else ""
+    gpu = (
+        "In Colab, choose a GPU first (*Runtime > Change runtime type > T4 GPU*): on a T4, "
+        f"{ESTIMATE}."
+        if uses_gpu(stem, root)
+        else "A GPU does not help here: the page computes on the CPU."
+    )
     return (
         f"{NOTE} Its full run took {minutes(seconds)} on two threads of {article(kind)}"
         f"{first}{also}. Every page's time on each kind of machine is in the set-up page's "
-        "table; Colab's free CPU runtime is a two-thread machine too. In Colab, choose a GPU "
-        f"first (*Runtime > Change runtime type > T4 GPU*): on a T4, {ESTIMATE}."
+        f"table; Colab's free CPU runtime is a two-thread machine too. {gpu}"
     )
 
 

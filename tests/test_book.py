@@ -250,6 +250,10 @@ def test_running_times_follow_the_notebooks_records(tmp_path):
     for page, note in [("09_cnn_vs_vit", True), ("05a_vit", False)]:
         cells_ = cells(ROOT / "notebooks" / f"{page}.ipynb")
         assert (run_times.NOTE in "".join(cells_[0]["source"])) == note, page
+    # GPU advice only where a cell can use the GPU (page 4 computes on the CPU)
+    for page, gpu in [("04_block", False), ("09_cnn_vs_vit", True)]:
+        title = "".join(cells(ROOT / "notebooks" / f"{page}.ipynb")[0]["source"])
+        assert ("T4 GPU" in title) == gpu and ("does not help" in title) != gpu, page
     # a page whose record changes makes the table and that page's note stale, and only them
     (tmp_path / "book").mkdir()
     (tmp_path / "book" / "setup.md").write_text(
