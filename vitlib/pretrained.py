@@ -109,7 +109,7 @@ def register_timm_converters(model_class, from_timm_fn, to_timm_fn) -> None:
     FROM_TIMM.append(from_timm_fn)
     TO_TIMM[model_class] = to_timm_fn
 
-
+# %% ../notebooks/05b_vit_weights.ipynb #c011f
 def from_timm(model_or_state_dict, **changes):
     """A vitlib ViT with the weights of a timm VisionTransformer (a model or its state dict).
 
