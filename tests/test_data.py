@@ -19,6 +19,7 @@ from vitlib.data import (
     cifar10,
     data_root,
     fashion_mnist,
+    image_folder,
     load_dataset,
     mix_batch,
     random_crop,
@@ -212,6 +213,98 @@ def test_cifar10_refuses_pickles_that_are_not_arrays(tmp_path):
 def test_cifar10_missing_says_it_needs_a_network(tmp_path):
     with pytest.raises(RuntimeError, match="needs a network once"):
         cifar10(tmp_path, download=False)
+
+
+# --- image folders: train/<class>/*, test/<class>/* (Kaggle's CIFAR-10, cifar2png) ---
+
+
+def _write_folder(root, classes, n=3, shape=(3, 8, 8), suffix="png", test=None):
+    """An image folder of random images, n per class and split; `test`: test/'s classes if
+    other than train/'s. Returns {(split, class): [images in file order]}."""
+    from torchvision.io import write_jpeg, write_png
+
+    g, written = torch.Generator().manual_seed(0), {}
+    for split, names in (("train", classes), ("test", test or classes)):
+        for name in names:
+            folder = root / split / name
+            folder.mkdir(parents=True)
+            for i in range(n):
+                image = torch.randint(0, 256, shape, dtype=torch.uint8, generator=g)
+                write = write_png if suffix == "png" else write_jpeg
+                write(image, str(folder / f"{i:04d}.{suffix}"))
+                written.setdefault((split, name), []).append(image)
+    return written
+
+
+def test_an_image_folder_reads_every_image_with_its_class(tmp_path):
+    written = _write_folder(tmp_path, ["cat", "dog", "emu"], n=4)
+    data = image_folder(tmp_path, "pets")
+    assert data.name == "pets" and data.classes == ("cat", "dog", "emu")
+    assert data.train_images.shape == (12, 3, 8, 8) and data.test_images.shape[0] == 12
+    for split in ("train", "test"):
+        images, labels = (
+            getattr(data, f"{split}_images"),
+            getattr(data, f"{split}_labels"),
+        )
+        for label, name in enumerate(data.classes):  # PNG is lossless: the same pixels
+            ours = sorted(images[labels == label].flatten(1).tolist())
+            theirs = sorted(t.flatten().tolist() for t in written[(split, name)])
+            assert ours == theirs
+    # shuffled once, with a fixed seed: the first images mix the classes, every time
+    assert len(set(data.train_labels[:4].tolist())) > 1
+    assert torch.equal(image_folder(tmp_path).train_labels, data.train_labels)
+    assert data.mean == pytest.approx(channel_stats(data.train_images)[0])
+
+
+def test_an_image_folder_reads_jpeg_and_grey_images(tmp_path):
+    _write_folder(tmp_path / "jpeg", ["a", "b"], suffix="jpg", shape=(3, 16, 16))
+    assert image_folder(tmp_path / "jpeg").train_images.shape == (6, 3, 16, 16)
+    _write_folder(tmp_path / "grey", ["a", "b"], shape=(1, 8, 8))
+    assert image_folder(tmp_path / "grey").image_shape == (1, 8, 8)
+
+
+def test_an_image_folder_names_what_is_wrong(tmp_path):
+    from PIL import Image
+
+    _write_folder(tmp_path / "splits", ["cat", "dog"], test=["cat"])
+    with pytest.raises(
+        ValueError, match="test needs one folder per class .*missing dog"
+    ):
+        image_folder(tmp_path / "splits")
+    _write_folder(tmp_path / "few", ["cat", "dog"])
+    with pytest.raises(
+        ValueError, match="train needs one folder per class.*missing emu"
+    ):
+        image_folder(tmp_path / "few", classes=("cat", "dog", "emu"))
+    with pytest.raises(ValueError, match="has no train/ folder"):
+        image_folder(tmp_path / "nowhere")
+    _write_folder(tmp_path / "size", ["cat"])
+    Image.new("RGB", (9, 8)).save(tmp_path / "size" / "test" / "cat" / "9999.png")
+    with pytest.raises(ValueError, match=r"9999.png is 8x9 colour \(RGB\), but .*8x8"):
+        image_folder(tmp_path / "size")
+    _write_folder(tmp_path / "mode", ["cat"])
+    Image.new("L", (8, 8)).save(tmp_path / "mode" / "train" / "cat" / "9999.png")
+    with pytest.raises(ValueError, match=r"is 8x8 grey \(L\), but .* colour \(RGB\)"):
+        image_folder(tmp_path / "mode")
+    for split in ("train", "test"):
+        folder = tmp_path / "alpha" / split / "cat"
+        folder.mkdir(parents=True)
+        Image.new("RGBA", (8, 8)).save(folder / "0000.png")
+    with pytest.raises(ValueError, match=r"colour with alpha \(RGBA\).*without alpha"):
+        image_folder(tmp_path / "alpha")
+    (tmp_path / "empty" / "train" / "cat").mkdir(parents=True)
+    (tmp_path / "empty" / "test" / "cat").mkdir(parents=True)
+    with pytest.raises(ValueError, match="holds no PNG or JPEG image"):
+        image_folder(tmp_path / "empty")
+
+
+def test_cifar10_reads_an_image_folder_when_the_python_files_are_absent(tmp_path):
+    _write_folder(tmp_path / "cifar10", list(CIFAR10_CLASSES), n=2, shape=(3, 32, 32))
+    data = cifar10(tmp_path, download=False)
+    assert data.name == "cifar10" and data.classes == CIFAR10_CLASSES
+    assert data.train_images.shape == (20, 3, 32, 32)
+    _write_cifar(tmp_path)  # the python version wins where both are there
+    assert cifar10(tmp_path, download=False).train_images.shape == (30, 3, 32, 32)
 
 
 def test_random_crop_is_a_window_of_the_padded_image():
