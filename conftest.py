@@ -10,6 +10,7 @@ CI run has run them all. Nothing else may skip for want of data: the tests read 
 """
 
 import functools
+import importlib
 import os
 import shutil
 import subprocess
@@ -98,3 +99,15 @@ def pytest_runtest_setup(item):
         if CI:
             pytest.fail("CI=true, but " + "; and ".join(missing), pytrace=False)
         pytest.skip("; ".join(missing))
+
+
+def need_module(name: str):
+    """import `name` for a test module that cannot run without it (pytest.importorskip's job):
+    without it the module's tests skip, saying what to install; under CI=true they fail."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as error:
+        why = f"{name} cannot be imported ({error}): pip install -e '.[dev]'"
+        if CI:
+            pytest.fail("CI=true, but " + why, pytrace=False)
+        pytest.skip(why, allow_module_level=True)

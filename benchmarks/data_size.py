@@ -20,7 +20,7 @@ import torch
 from vitlib.data import fashion_mnist
 from vitlib.loop import RECIPES, evaluate
 from vitlib.model import build_model
-from vitlib.train import train
+from vitlib.trainer import train
 from vitlib.utils import hardware, log_header, pick
 
 RECIPE = RECIPES["fashion-cpu"]

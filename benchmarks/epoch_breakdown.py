@@ -27,7 +27,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from vitlib.data import VAL_SIZE, load_dataset
 from vitlib.loop import RECIPES, batches, classify, evaluate, make_optimizer, train_step
 from vitlib.model import build_model
-from vitlib.train import compiled
+from vitlib.trainer import compiled
 from vitlib.utils import autocast, grad_scaler, hardware, is_smoke, log_header, pick
 
 

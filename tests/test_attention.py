@@ -4,6 +4,7 @@ same weights, and the attention maps are proper."""
 import pytest
 import torch
 
+from conftest import need_module
 from vitlib.attention import (
     AttentionHead,
     MultiHeadAttention,
@@ -132,7 +133,7 @@ def test_bad_sizes_are_explained():
         MultiHeadAttention(64, 4)(torch.randn(2, 10, 32))
 
 
-timm_layers = pytest.importorskip("timm.layers")
+timm_layers = need_module("timm.layers")
 
 
 @pytest.mark.parametrize("dim, heads", [(384, 6), (192, 3), (96, 8)])

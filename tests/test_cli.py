@@ -23,6 +23,7 @@ from safetensors.torch import save_file
 from test_loop import random_data
 
 from vitlib import train as vt
+from vitlib import trainer
 from vitlib.checkpoint import (
     FORMAT,
     NotACheckpoint,
@@ -117,6 +118,11 @@ BAD_FLAGS = [
     (["--patch-size", "5"], "--patch-size 5", ["cannot be cut into 5x5 patches"]),
     (["--dropout", "1.5"], "--dropout 1.5", ["dropout must be in [0, 1)"]),
     (["--pool", "max"], "--pool max", ["pool must be 'cls' or 'mean'"]),
+    (["--qk-norm"], "--qk-norm", ["--model vit has no qk_norm: --model vit-modern has"]),
+    (["--model", "cnn"], "--patch-size 7", ["--model cnn has no patch_size"]),
+    (["--model", "vit-modern", "--registers", "-1"], "--registers -1", ["registers must be 0 or more"]),
+    (["--model", "vit-modern", "--tokenizer", "hex"], "--tokenizer hex", ["tokenizer must be one of"]),
+    (["--model", "vit-stem", "--stem", "8", "0"], "--stem [8, 0]", ["stem widths must be at least 1"]),
     (["--resume", "--overwrite"], "argument --overwrite", ["not allowed with argument --resume"]),
     (["--teacher", "{files}/nowhere"], "--teacher ", ["no checkpoint at"]),
     (["--teacher", "{files}/junk.safetensors"], "--teacher ", ["is not a vitlib checkpoint"]),
@@ -148,6 +154,35 @@ def test_a_bad_flag_gets_one_line_naming_it(
     for word in words:
         assert word in line, line
     assert not checkpoints(tmp_path / "run")  # refused before anything was trained
+
+
+def test_every_field_of_every_models_config_has_a_flag():
+    from dataclasses import fields
+
+    from vitlib.model import ARCHITECTURES
+
+    dests = {a.dest for a in vt._parser()._actions}
+    for name in vt._command_line_models():
+        for f in fields(ARCHITECTURES[name].config):
+            if f.name not in ("img_size", "in_channels", "num_classes", "distilled"):
+                assert "m_" + f.name in dests, (name, f.name)
+
+
+def test_the_command_line_builds_a_model_with_its_own_fields(tmp_path):
+    flags = [
+        "--model",
+        "vit-modern",
+        "--registers",
+        "2",
+        "--qk-norm",
+        "--mlp",
+        "swiglu",
+    ]
+    metrics = main([*TINY, *flags, "--out", str(tmp_path)])
+    assert metrics["model_changes"]["registers"] == 2
+    model, _ = load_checkpoint(tmp_path)
+    assert type(model).__name__ == "ModernViT" and model.reg_token.shape[1] == 2
+    assert model.config.qk_norm and hasattr(model.blocks[0].mlp, "fc1_g")
 
 
 def test_the_command_itself_answers_without_a_traceback(files, tmp_path):
@@ -237,7 +272,7 @@ def test_another_thread_cannot_enter_a_held_folder_but_the_holder_can(
     flock, tmp_path, monkeypatch
 ):
     if not flock:  # as on Windows: the process's own record still keeps threads apart
-        monkeypatch.setattr(vt, "fcntl", None)
+        monkeypatch.setattr(trainer, "fcntl", None)
     out, held, done = tmp_path / "run", threading.Event(), threading.Event()
 
     def hold():

@@ -198,7 +198,7 @@ def test_a_teacher_of_another_task_is_refused_naming_both(saved, words, tmp_path
 def test_cnn_flags_that_shape_a_vit_are_refused(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["--model", "cnn", "--dim", "32", "--out", str(tmp_path)])
-    assert "--model cnn has no ['dim']" in capsys.readouterr().err
+    assert "--dim 32: --model cnn has no dim: --model vit or" in capsys.readouterr().err
 
 
 TINY = ["--train-subset", "512", "--test-subset", "256", "--epochs", "1"]

@@ -265,3 +265,197 @@ def test_a_registry_refuses_a_second_entry_under_one_name():
     assert "new" not in RECIPES
     with pytest.raises(ValueError, match="already registered"):
         register_timm_converters(ModernViT, lambda w, **c: None, lambda m: m)
+
+
+# --- one ViT, built from parts (page 5a): every later model passes its parts to chapter 5's
+# constructor, which builds each layer once; with every option off it is chapter 5's ViT
+
+
+class Built:
+    """Counts the modules constructed inside the block (nn.Module.__init__ calls)."""
+
+    def __enter__(self):
+        self.count, self._init = 0, nn.Module.__init__
+
+        def counting(module, *args, **kwargs):
+            self.count += 1
+            self._init(module, *args, **kwargs)
+
+        nn.Module.__init__ = counting
+        return self
+
+    def __exit__(self, *exc):
+        nn.Module.__init__ = self._init
+
+
+def random_options(rng) -> dict:
+    """ModernViT options drawn at random, with the shapes they need."""
+    options = dict(registers=rng.choice([0, 1, 3]), qk_norm=rng.random() < 0.5)
+    options |= dict(
+        layer_scale=rng.choice([0.0, 0.1]), mlp=rng.choice(["gelu", "swiglu"])
+    )
+    options |= dict(pos=rng.choice(["learned", "sincos", "rope", "none"]))
+    options |= dict(tokenizer=rng.choice(["patch", "shifted"]), dim=32)
+    options |= dict(pool=rng.choice(["cls", "mean", "map"]))
+    options["class_token"] = options["pool"] == "cls" or rng.random() < 0.5
+    options["pos_prefix"] = rng.random() < 0.5
+    return options
+
+
+def built(make):
+    """(modules constructed, modules kept) building a model with make()."""
+    with Built() as counter:
+        model = make()
+    return counter.count, len(list(model.modules()))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_every_model_builds_each_module_once(seed):
+    import random
+
+    rng = random.Random(seed)
+    config = ModernViTConfig(**{**SHAPE, **random_options(rng)})
+    made, kept = built(lambda: ModernViT(config))
+    assert made == kept, (config, made, kept)
+    stem, distilled = rng.choice([(), STEM[:2]]), rng.random() < 0.5
+    made, kept = built(
+        lambda: HelpedViT(HelpedViTConfig(**SHAPE, stem=stem, distilled=distilled))
+    )
+    assert made == kept, (stem, distilled, made, kept)
+
+
+def test_the_counter_sees_a_module_built_and_thrown_away():
+    class Rebuilt(ViT):  # the old way: build chapter 5's model, then replace a part
+        def __init__(self, config):
+            super().__init__(config)
+            self.norm = nn.LayerNorm(config.dim)
+
+    made, kept = built(lambda: Rebuilt(ViTConfig(**SHAPE)))
+    assert made == kept + 1
+
+
+@pytest.mark.parametrize("options", [{}, dict(pos="sincos"), dict(pool="mean")])
+def test_with_every_option_off_later_models_are_chapter_5s_tensor_for_tensor(options):
+    torch.manual_seed(3)
+    plain = ViT(ViTConfig(**SHAPE, **options))
+    x = torch.randn(2, 1, 16, 16)
+    later = [(ModernViT, ModernViTConfig), (HelpedViT, HelpedViTConfig)]
+    for model_class, config_class in later:
+        torch.manual_seed(3)
+        model = model_class(config_class(**SHAPE, **options))
+        ours, theirs = plain.state_dict(), model.state_dict()
+        assert list(ours) == list(theirs), model_class.__name__
+        assert all(torch.equal(ours[k], theirs[k]) for k in ours), model_class.__name__
+        assert len(list(model.modules())) == len(list(plain.modules()))
+        names = [name for name, _ in model.named_modules()]
+        assert names == [name for name, _ in plain.named_modules()]
+        with torch.no_grad():
+            assert torch.equal(model.eval()(x), plain.eval()(x))
+
+
+REGISTRIES = """
+import importlib, json, sys
+for name in sys.argv[1:]:
+    importlib.import_module("vitlib." + name)
+import vitlib
+from vitlib.loop import RECIPES
+from vitlib.model import ARCHITECTURES
+from vitlib.pretrained import FROM_TIMM, TO_TIMM
+
+def named(f):
+    return f.__module__ + "." + f.__qualname__
+
+print(json.dumps(dict(
+    architectures={k: [named(a.model), named(a.config), repr(a.fields)]
+                   for k, a in sorted(ARCHITECTURES.items())},
+    recipes={k: repr(r) for k, r in sorted(RECIPES.items())},
+    from_timm=[named(f) for f in FROM_TIMM],
+    to_timm={named(k): named(f) for k, f in TO_TIMM.items()},
+)))
+"""
+
+
+def _registries(order: list) -> dict:
+    """The registries after importing vitlib's modules in `order`, then vitlib, in a fresh
+    interpreter."""
+    import json
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-c", REGISTRIES, *order]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)
+
+
+MODULES = ["model", "loop", "cnn", "modern", "pretrained", "pretrain", "train"]
+MODULES += ["ablations", "checkpoint", "faithfulness", "rollout", "live"]
+
+
+def test_the_registries_do_not_depend_on_the_order_of_imports():
+    """Each registry holds the same entries whatever order the modules are imported in
+    (each order in a fresh interpreter, the latest chapters first in one)."""
+    import random
+
+    orders = [MODULES[::-1]] + [random.Random(s).sample(MODULES, 12) for s in (1, 2)]
+    seen = [_registries(order) for order in orders]
+    assert seen[0]["architectures"] and seen[0]["recipes"] and seen[0]["from_timm"]
+    assert all(s == seen[0] for s in seen[1:])
+
+
+def test_import_vitlib_alone_registers_every_model():
+    assert _registries([])["architectures"] == _registries(MODULES)["architectures"]
+
+
+def test_the_library_never_imports_the_command_line():
+    """Only `python -m vitlib.train` (and page 7's runner of command lines) loads the command
+    line: no other module imports it, and `import vitlib` leaves it out."""
+    import ast
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import vitlib
+
+    package = Path(vitlib.__file__).parent
+    importers = []
+    for path in sorted(package.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module in (
+                "train",
+                "vitlib.train",
+            ):
+                importers.append(path.name)
+            if isinstance(node, ast.Import) and any(
+                a.name == "vitlib.train" for a in node.names
+            ):
+                importers.append(path.name)
+    assert importers == ["ablations.py"], importers
+    script = (
+        "import sys, vitlib; print(sorted(m for m in sys.modules if 'argparse' in m"
+    )
+    script += " or m == 'vitlib.train'))"
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "vitlib.train" not in run.stdout
+
+
+def test_one_name_builds_every_model_of_the_book():
+    """vitlib.create_model takes every preset and every registered name, and no name is
+    both; a name it does not know lists both kinds."""
+    import vitlib
+    from vitlib.model import ARCHITECTURES, PRESETS
+
+    assert not set(PRESETS) & set(ARCHITECTURES)
+    with torch.device("meta"):  # shapes only: ViT-L in no time and no memory
+        for name in PRESETS:
+            assert vitlib.create_model(name).config == PRESETS[name]
+        for name, entry in ARCHITECTURES.items():
+            model = vitlib.create_model(name)
+            assert type(model) is entry.model, name
+        deep = vitlib.create_model("vit-modern", preset="cifar", registers=2)
+    assert deep.config.dim == PRESETS["cifar"].dim and deep.num_prefix_tokens == 3
+    with pytest.raises(
+        ValueError, match="a preset .*tiny.* or a registered model .*vit"
+    ):
+        vitlib.create_model("vit-huge")

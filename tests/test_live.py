@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-onnx = pytest.importorskip("onnx")
-onnxruntime = pytest.importorskip("onnxruntime")
+from conftest import need_module
+
+onnx = need_module("onnx")
+onnxruntime = need_module("onnxruntime")
 
 from vitlib.live import OPSET, demo_spec, live_demo, occlude, to_onnx  # noqa: E402
 from vitlib.model import ViT, create_vit  # noqa: E402

@@ -145,10 +145,10 @@ def test_attention_maps_are_what_forward_computes_with_qk_norm_and_rope():
     cos, sin = rope_2d((3, 3), 16)
     x = torch.randn(2, 2 + 9, 32)
     rope = (cos, sin, 2)
-    weights = attn.attention_maps(x, rope)  # (b, h, n, n)
+    weights = attn.attention_maps(x, rope=rope)  # (b, h, n, n)
     _, _, v = attn._qkv(x, rope)
     by_hand = attn.proj((weights @ v).transpose(1, 2).flatten(2))
-    torch.testing.assert_close(attn(x, rope), by_hand, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(attn(x, rope=rope), by_hand, atol=1e-5, rtol=1e-5)
     q, k, _ = attn._qkv(x, rope)  # QK-norm: each head's query has mean 0, variance ~1
     plain_q, _, _ = ModernAttention._qkv(attn, x)
     assert not torch.allclose(q[..., 2:, :], plain_q[..., 2:, :])  # rope turned them

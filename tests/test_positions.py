@@ -7,6 +7,7 @@ import pytest
 import torch
 from torch import nn
 
+from conftest import need_module
 from vitlib.patches import PatchEmbed
 from vitlib.positions import (
     learned_pos_embed,
@@ -118,7 +119,7 @@ def test_cls_and_pooling():
         pool(out, "max")
 
 
-timm_layers = pytest.importorskip("timm.layers")
+timm_layers = need_module("timm.layers")
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,8 @@ import pytest
 import yaml
 from repo_files import load_module
 
+from conftest import need_module
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "retarget.py"
 OLD = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
@@ -183,7 +185,7 @@ def test_the_config_and_the_pages_name_the_new_repository(retargeted):
 
 def test_the_sites_colab_links_follow_the_config(retargeted):
     """The theme options Jupyter Book makes of _config.yml, given to clean_cells' link builder."""
-    config = pytest.importorskip("jupyter_book.config")
+    config = need_module("jupyter_book.config")
     root, _, _ = retargeted
     sphinx = config.yaml_to_sphinx(yaml.safe_load((root / "_config.yml").read_text()))[
         0

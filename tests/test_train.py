@@ -29,11 +29,11 @@ from vitlib.checkpoint import (
 from vitlib.data import fashion_mnist
 from vitlib.loop import TrainConfig, evaluate
 from vitlib.model import create_vit
-from vitlib.train import (
+from vitlib.train import main
+from vitlib.trainer import (
     Diverged,
     RunRefused,
     first_non_finite,
-    main,
     precision,
     split_sizes,
     train,

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import need_module
 from vitlib.rollout import (
     attention_explorer,
     attention_rollout,
@@ -19,7 +20,7 @@ from vitlib.rollout import (
 from vitlib.viz import heatmap_overlay, plot_overlays
 
 matplotlib.use("Agg")
-cv2 = pytest.importorskip("cv2")
+cv2 = need_module("cv2")
 
 
 def test_overlay_shapes_and_inputs():
@@ -112,7 +113,7 @@ def test_figures():
 
 
 def test_explorer_builds_and_follows_its_controls():
-    widgets = pytest.importorskip("ipywidgets")
+    widgets = need_module("ipywidgets")
     images = torch.randint(0, 256, (3, 1, 28, 28), dtype=torch.uint8)
     box = attention_explorer(images, maps(), ["a", "b", "c"])
     assert isinstance(box, widgets.VBox)

@@ -3,16 +3,14 @@
 Every module except this file is generated from the book's notebooks (`make export`);
 edit the notebook, never the module.
 
-Importing the package imports every chapter's module up to chapter 11, so that page 5a's
-model registry (`vitlib.model.ARCHITECTURES`) holds every class they define, whatever is
-imported first. Four modules are imported on demand, not here: `vitlib.train` (page 6d's
-training run and the command line `python -m vitlib.train`), and `vitlib.ablations`,
-`vitlib.pretrain` and `vitlib.checks`, which import it. Importing the training module with
-the package would make `python -m vitlib.train` warn that the module was imported twice.
-`vitlib.load_checkpoint`, `vitlib.save_checkpoint` (page 6c's `vitlib.checkpoint`) and
-`vitlib.MaskedViT` import vitlib.pretrain on first use, and so fill the registry with every
-class that a checkpoint may name; write `from vitlib.train import train`,
-`from vitlib.pretrain import MaskedViT` or `from vitlib import checks` as usual.
+Importing the package imports every chapter's library module, so that page 5a's model
+registry (`vitlib.model.ARCHITECTURES`), page 6b's recipes and page 5b's timm converters hold
+every entry they will ever hold, whatever is imported first. Three modules are imported on
+demand, not here: the command line `vitlib.train` (page 6d; `python -m vitlib.train` would
+warn that the module was imported twice if the package imported it), `vitlib.ablations`
+(page 7's runner of command lines, which imports it) and `vitlib.checks` (appendix B). The
+library never imports the command line: page 6d's training run is `vitlib.trainer.train`
+(`from vitlib.train import train` finds the same function).
 """
 
 __version__ = "0.1.0"
@@ -29,12 +27,15 @@ from . import (
     modern,
     patches,
     positions,
+    pretrain,
     pretrained,
     rollout,
+    trainer,
     utils,
     viz,
 )
 from .attention import MultiHeadAttention
+from .checkpoint import load_checkpoint, save_checkpoint
 from .block import DropPath, TransformerBlock, TransformerEncoder
 from .cnn import HelpedViT, ResNet
 from .data import DeviceLoader, ImageData, cifar10, fashion_mnist
@@ -46,6 +47,7 @@ from .model import (
     ViT,
     ViTConfig,
     build_model,
+    create_model,
     create_vit,
     parameter_counts,
     vit_base,
@@ -58,6 +60,7 @@ from .model import (
 from .modern import ModernViT, ModernViTConfig
 from .patches import LinearPatchEmbed, PatchEmbed, patchify, unpatchify
 from .positions import patch_grid, resample_pos_embed, sincos_2d
+from .pretrain import MaskedViT
 from .pretrained import (
     FastViT,
     from_hf,
@@ -81,8 +84,10 @@ __all__ = [
     "modern",
     "patches",
     "positions",
+    "pretrain",
     "pretrained",
     "rollout",
+    "trainer",
     "utils",
     "viz",
     "ARCHITECTURES",
@@ -95,6 +100,7 @@ __all__ = [
     "ResNet",
     "TrainConfig",
     "build_model",
+    "create_model",
     "evaluate",
     "to_timm",
     "ImageData",
@@ -137,25 +143,3 @@ __all__ = [
     "vit_small",
     "vit_tiny",
 ]
-
-# names of the modules imported on demand: (module, name); read by __getattr__ (PEP 562)
-_ON_DEMAND = {
-    "load_checkpoint": "checkpoint",
-    "save_checkpoint": "checkpoint",
-    "MaskedViT": "pretrain",
-}
-
-
-def __getattr__(name):
-    """vitlib.load_checkpoint and the other names of the modules imported on demand: the
-    first use imports them (vitlib.pretrain too, so that every model class is registered)."""
-    if name not in _ON_DEMAND:
-        raise AttributeError(f"module 'vitlib' has no attribute {name!r}")
-    import importlib
-
-    importlib.import_module(".pretrain", __name__)  # registers MaskedViT; imports vitlib.train
-    return getattr(importlib.import_module(f".{_ON_DEMAND[name]}", __name__), name)
-
-
-def __dir__():
-    return sorted([*globals(), *_ON_DEMAND])

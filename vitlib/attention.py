@@ -168,16 +168,16 @@ class MultiHeadAttention(nn.Module):
             )
         return qkv_heads(self.qkv, x, self.num_heads)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        q, k, v = self._qkv(x)
+    def forward(self, x: torch.Tensor, **qkv_options) -> torch.Tensor:
+        q, k, v = self._qkv(x, **qkv_options)  # options: chapter 11's rotary positions
         p = self.attn_drop.p if self.training else 0.0
         # SDPA: (b, h, n, d/h), the weights never stored
         out = F.scaled_dot_product_attention(q, k, v, dropout_p=p)
         out = out.transpose(1, 2).flatten(2)  # "b h n d -> b n (h d)"
         return self.proj_drop(self.proj(out))
 
-    def attention_maps(self, x: torch.Tensor) -> torch.Tensor:
-        q, k, v = self._qkv(x)
+    def attention_maps(self, x: torch.Tensor, **qkv_options) -> torch.Tensor:
+        q, k, v = self._qkv(x, **qkv_options)
         _, weights = attend(q, k, v)  # (b, h, n, n)
         return weights
 

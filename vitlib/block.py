@@ -14,13 +14,16 @@ class MLP(nn.Module):
     """The block's feed-forward network, applied to each token alone: (b, n, d) -> (b, n, d).
 
     Linear d -> hidden_dim (4d unless given), GELU, dropout, Linear hidden_dim -> d, dropout.
+    `act_layer` makes the activation (GELU; chapter 11 passes SiLU).
     """
 
-    def __init__(self, dim: int, hidden_dim: int = None, dropout: float = 0.0):
+    def __init__(
+        self, dim: int, hidden_dim: int = None, dropout: float = 0.0, act_layer=nn.GELU
+    ):
         super().__init__()
         hidden_dim = hidden_dim or 4 * dim
         self.fc1 = nn.Linear(dim, hidden_dim)
-        self.act = nn.GELU()
+        self.act = act_layer()
         self.drop1 = nn.Dropout(dropout)
         self.fc2 = nn.Linear(hidden_dim, dim)
         self.drop2 = nn.Dropout(dropout)
@@ -77,6 +80,8 @@ class TransformerBlock(nn.Module):
 
     prenorm=True is ViT's order, x + f(norm(x)); prenorm=False the 2017 Transformer's,
     norm(x + f(x)). `attention_maps(x)` gives the block's weights (b, heads, n, n).
+    The two branches are parts: attn_layer(dim, heads, qkv_bias, attn_dropout, dropout)
+    and mlp_layer(dim, mlp_dim, dropout) make them (chapter 11 passes others).
     """
 
     def __init__(
@@ -90,13 +95,15 @@ class TransformerBlock(nn.Module):
         qkv_bias: bool = True,
         norm_eps: float = 1e-6,
         prenorm: bool = True,
+        attn_layer=MultiHeadAttention,
+        mlp_layer=MLP,
     ):
         super().__init__()
         self.prenorm = prenorm
         self.norm1 = nn.LayerNorm(dim, eps=norm_eps)
-        self.attn = MultiHeadAttention(dim, heads, qkv_bias, attn_dropout, dropout)
+        self.attn = attn_layer(dim, heads, qkv_bias, attn_dropout, dropout)
         self.norm2 = nn.LayerNorm(dim, eps=norm_eps)
-        self.mlp = MLP(dim, mlp_dim, dropout)
+        self.mlp = mlp_layer(dim, mlp_dim, dropout)
         self.drop_path = DropPath(drop_path)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -113,29 +120,36 @@ class TransformerBlock(nn.Module):
 
 # %% ../notebooks/04_block.ipynb #c046
 class TransformerEncoder(nn.ModuleList):
-    """`depth` TransformerBlocks in a row, (b, n, d) -> (b, n, d). Drop path rises linearly
-    from 0 (first block) to `drop_path` (last block); the other keywords (mlp_dim, dropout,
-    attn_dropout, qkv_bias, norm_eps, prenorm) go to every block."""
+    """`depth` blocks in a row, (b, n, d) -> (b, n, d). Drop path rises linearly from 0
+    (first block) to `drop_path` (last block); the other keywords (mlp_dim, dropout,
+    attn_dropout, qkv_bias, norm_eps, prenorm) go to every block. `block` makes each one
+    (TransformerBlock; chapter 11 passes its own), and what forward is given besides the
+    tokens goes to every block (chapter 11's rotary positions)."""
 
     def __init__(
-        self, dim: int, depth: int, heads: int, drop_path: float = 0.0, **block_options
+        self,
+        dim: int,
+        depth: int,
+        heads: int,
+        drop_path: float = 0.0,
+        block=TransformerBlock,
+        **block_options,
     ):
         # 0, ..., drop_path in equal steps (plain Python: works on the meta device too)
         rates = [drop_path * i / max(depth - 1, 1) for i in range(depth)]
         super().__init__(
-            TransformerBlock(dim, heads, drop_path=rate, **block_options)
-            for rate in rates
+            block(dim, heads, drop_path=rate, **block_options) for rate in rates
         )
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, **block_args) -> torch.Tensor:
         for block in self:
-            x = block(x)
+            x = block(x, **block_args)
         return x
 
-    def attention_maps(self, x: torch.Tensor) -> list:
+    def attention_maps(self, x: torch.Tensor, **block_args) -> list:
         """Every block's attention weights (b, heads, n, n), first block first."""
         maps = []
         for block in self:
-            maps.append(block.attention_maps(x))
-            x = block(x)
+            maps.append(block.attention_maps(x, **block_args))
+            x = block(x, **block_args)
         return maps

@@ -6,6 +6,7 @@ __all__ = ['STEM', 'ResNetConfig', 'BasicBlock', 'ResNet', 'stem_grid', 'ConvSte
 
 # %% ../notebooks/09_cnn_vs_vit.ipynb #c903
 from dataclasses import dataclass, replace
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -14,7 +15,9 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from .block import init_weights
 from .loop import Recipe, TrainConfig, register_recipes, unwrapped
-from .model import ViT, ViTConfig, check_config, register_model
+from .model import ViT, ViTConfig, check_config, check_field_types
+from .model import register_model
+from .patches import PatchEmbed
 
 # %% ../notebooks/09_cnn_vs_vit.ipynb #c906
 @dataclass
@@ -30,6 +33,8 @@ class ResNetConfig:
 
     def __post_init__(self):
         self.widths = tuple(self.widths)  # a list read back from JSON: the same config
+        # chapter 5's check: a TypeError for a value of the wrong kind
+        check_field_types(self)
         if not self.widths or min(self.widths) < 1:
             raise ValueError(f"widths must be positive numbers, got {self.widths}")
         for name in ("img_size", "in_channels", "num_classes", "stride"):
@@ -150,6 +155,9 @@ class HelpedViTConfig(ViTConfig):
 
     def __post_init__(self):
         self.stem = tuple(self.stem)  # a list read back from JSON: the same config
+        check_field_types(self)
+        if self.stem and min(self.stem) < 1:
+            raise ValueError(f"stem widths must be at least 1, got {self.stem}")
         if self.stem:  # no patches: check the rest as for patches of one pixel
             check_config(replace(self, stem=(), distilled=False, patch_size=1))
         else:
@@ -165,6 +173,12 @@ class HelpedViTConfig(ViTConfig):
         return side, side
 
 # %% ../notebooks/09_cnn_vs_vit.ipynb #c915
+def _stem_embed(widths, patch_size, in_channels, dim, img_size) -> ConvStem:
+    """A ConvStem made as chapter 5's ViT makes its embed_layer (no patch size: the stem's
+    stride-2 convolutions set the grid)."""
+    return ConvStem(in_channels, dim, widths, img_size)
+
+
 @register_model(HelpedViTConfig)  # its names for the command line come below
 class HelpedViT(ViT):
     """A ViT with a convolutional stem (config.stem), a distillation token (config.distilled)
@@ -172,25 +186,16 @@ class HelpedViT(ViT):
     gives both."""
 
     def __init__(self, config: HelpedViTConfig = None, **changes):
-        super().__init__(config or HelpedViTConfig(), **changes)  # chapter 5's ViT
-        c = self.config
+        c = replace(config or HelpedViTConfig(), **changes)
+        embed = PatchEmbed
         if c.stem:  # the convolutions in place of the patch projection
-            self.patch_embed = ConvStem(c.in_channels, c.dim, c.stem, c.img_size)
-        # a second token with its own head (its position: see num_prefix_tokens)
+            embed = partial(_stem_embed, c.stem)
+        # a second token after the class token (DeiT's order), with its own head
+        prefix = {"cls_token": 1, "dist_token": int(c.distilled)}
+        super().__init__(c, embed_layer=embed, prefix=prefix)  # chapter 5's ViT
         if c.distilled:
-            self.dist_token = nn.Parameter(torch.randn(1, 1, c.dim) * 1e-6)
             self.head_dist = nn.Linear(c.dim, c.num_classes)
-            self.head_dist.apply(init_weights)
-
-    @property
-    def num_prefix_tokens(self) -> int:  # the class token, and the distillation token
-        return 2 if self.config.distilled else 1
-
-    def _tokens(self, images: torch.Tensor) -> torch.Tensor:
-        x = self.patch_embed(images)  # (b, n, d)
-        prefix = [self.cls_token] + ([self.dist_token] if self.config.distilled else [])
-        prefix = torch.cat(prefix, 1).expand(len(x), -1, -1)  # (b, 1 or 2, d)
-        return self.pos_drop(torch.cat([prefix, x], 1) + self.pos_embed)
+            init_weights(self.head_dist)
 
     def logits_per_head(self, tokens: torch.Tensor) -> torch.Tensor:
         """(b, 2, classes) from forward_features' tokens: the class head's logits, then the

@@ -3,7 +3,8 @@
 # %% auto #0
 __all__ = ['MINIMUM', 'PAIR_FIELDS', 'PRESETS', 'ARCHITECTURES', 'ViTConfig', 'check_config', 'check_field_types',
            'position_table', 'ViT', 'preset_config', 'create_vit', 'vit_tiny', 'vit_small', 'vit_base', 'vit_large',
-           'vit_fashion', 'vit_cifar', 'Architecture', 'register_model', 'build_model', 'parameter_counts']
+           'vit_fashion', 'vit_cifar', 'Architecture', 'register_model', 'build_model', 'create_model',
+           'parameter_counts']
 
 # %% ../notebooks/05a_vit.ipynb #c003
 import math
@@ -13,7 +14,7 @@ import torch
 from torch import nn
 
 from .attention import check_heads
-from .block import TransformerEncoder
+from .block import TransformerBlock, TransformerEncoder
 from .block import init_weights as init_layers
 from .patches import PatchEmbed, check_image_size, pair
 from .positions import learned_pos_embed, pool, prepend_cls
@@ -105,7 +106,8 @@ def check_field_types(config) -> None:
     """The robust part of check_config, for any dataclass of settings: a TypeError naming the
     field, its value and the fix for a value of the wrong kind (an int field takes a whole
     number, or in PAIR_FIELDS a pair of them; a float field a number; a bool field True or
-    False; True is no number), a ValueError for a number that is not finite."""
+    False; True is no number; a tuple field whole numbers), a ValueError for a number that
+    is not finite."""
     for f in fields(config):
         value, kind = getattr(config, f.name), f.type
         got = f"got {value!r} ({type(value).__name__})"
@@ -127,6 +129,8 @@ def check_field_types(config) -> None:
             raise ValueError(f"{f.name} must be a finite number, {got}")
         elif kind is bool and not isinstance(value, bool):
             raise TypeError(f"{f.name} must be True or False, {got}")
+        elif kind is tuple and not all(map(_whole, value)):
+            raise TypeError(f"{f.name} must be whole numbers (ints), {got}")
 
 # %% ../notebooks/05a_vit.ipynb #c008b
 def position_table(config: ViTConfig, prefix: int = 1):
@@ -145,24 +149,37 @@ class ViT(nn.Module):
     (b, num_classes); forward(x) = forward_head(forward_features(x)), as in timm.
 
     ViT(config) or ViT(config, **changes), e.g. ViT(ViTConfig(), num_classes=10).
-    `num_prefix_tokens`: the tokens before the patches (here the class token alone);
-    `no_weight_decay()`: the parameters an optimizer must not decay.
+    Four parts, chapter 5's by default; chapters 9 and 11 pass others, each built once:
+    `embed_layer(patch_size, in_channels, dim, img_size)` makes the patch tokens;
+    `block(dim, heads, drop_path=..., **options)` each encoder block (chapter 4);
+    `prefix`, {name: count}: the learned tokens before the patches (the class token);
+    `pool_layer(dim)`, if given, pools the patch tokens in place of config.pool.
+    `num_prefix_tokens`: the tokens before the patches; `no_weight_decay()`: the parameters
+    an optimizer must not decay.
     """
 
-    num_prefix_tokens = 1
-
-    def __init__(self, config: ViTConfig = None, **changes):
+    def __init__(
+        self,
+        config: ViTConfig = None,
+        *,
+        embed_layer=PatchEmbed,
+        block=TransformerBlock,
+        prefix: dict = None,
+        pool_layer=None,
+        **changes,
+    ):
         super().__init__()
         c = self.config = replace(config or ViTConfig(), **changes)
-        self.patch_embed = PatchEmbed(c.patch_size, c.in_channels, c.dim, c.img_size)
-        self.cls_token = nn.Parameter(torch.zeros(1, 1, c.dim))
-        self._set_positions(position_table(c, self.num_prefix_tokens))
+        self.patch_embed = embed_layer(c.patch_size, c.in_channels, c.dim, c.img_size)
+        self._make_prefix(prefix or {"cls_token": 1})  # self.cls_token
+        self._set_positions(self._position_table())  # self.pos_embed
         self.pos_drop = nn.Dropout(c.dropout)
         self.blocks = TransformerEncoder(
             c.dim,
             c.depth,
             c.heads,
             drop_path=c.drop_path,
+            block=block,
             mlp_dim=c.mlp_dim,
             dropout=c.dropout,
             attn_dropout=c.attn_dropout,
@@ -170,36 +187,73 @@ class ViT(nn.Module):
             norm_eps=c.norm_eps,
         )
         self.norm = nn.LayerNorm(c.dim, eps=c.norm_eps)
+        self.attn_pool = pool_layer(c.dim) if pool_layer else None
         self.head = nn.Linear(c.dim, c.num_classes) if c.num_classes else nn.Identity()
         self.init_weights()
 
-    def _set_positions(self, table):
-        if isinstance(table, nn.Parameter):
-            self.pos_embed = table
-        else:  # a buffer: in the state dict, never trained
-            self.register_buffer("pos_embed", table)
+# %% ../notebooks/05a_vit.ipynb #c009p
+@add_to_class(ViT)
+def _make_prefix(self, prefix: dict):
+    """The prefix tokens, zeros until init_weights: a parameter (1, count, d) for each name
+    ({"cls_token": 1} here), None where the count is 0; num_prefix_tokens counts them."""
+    self.prefix_names = tuple(name for name, count in prefix.items() if count)
+    for name, count in prefix.items():
+        token = nn.Parameter(torch.zeros(1, count, self.config.dim)) if count else None
+        setattr(self, name, token)
+    self.num_prefix_tokens = sum(prefix.values())
+
+
+@add_to_class(ViT)
+def _position_table(self):
+    """This model's positions: a row for each prefix token, then one for each patch."""
+    return position_table(self.config, self.num_prefix_tokens)
+
+
+@add_to_class(ViT)
+def _set_positions(self, table):
+    """A learned table is a parameter; a fixed one a buffer: in the state dict, not trained."""
+    if table is None or isinstance(table, nn.Parameter):
+        self.pos_embed = table  # None: no table (chapter 11's rotary positions)
+    else:
+        self.register_buffer("pos_embed", table)
 
 # %% ../notebooks/05a_vit.ipynb #c009f
 @add_to_class(ViT)
 def _tokens(self, images: torch.Tensor) -> torch.Tensor:
-    """Steps 1 to 4: patches, class token, positions, dropout: (b, 1 + n, d)."""
+    """Steps 1 to 4: patches, prefix tokens, positions, dropout: (b, prefix + n, d)."""
     x = self.patch_embed(images)  # (b, n, d); checks the images' size and channels
-    x = prepend_cls(x, self.cls_token) + self.pos_embed  # (b, 1 + n, d)
-    return self.pos_drop(x)
+    return self._prefix_and_positions(x)
+
+
+@add_to_class(ViT)
+def _prefix_and_positions(self, x: torch.Tensor) -> torch.Tensor:
+    """Steps 2 to 4 on the patch tokens (b, n, d): (b, prefix + n, d). Every model of the
+    book passes its patch tokens through this one step (chapter 10 after hiding some)."""
+    prefix = [getattr(self, name) for name in self.prefix_names]  # (1, count, d) each
+    pos = self.pos_embed  # (1, prefix + n, d): a row for every token
+    if pos is not None and pos.shape[1] == x.shape[1]:
+        x, pos = x + pos, None  # a row for each patch alone (chapter 11): added first
+    if prefix:
+        x = prepend_cls(x, torch.cat(prefix, 1))  # (b, prefix + n, d)
+    return self.pos_drop(x if pos is None else x + pos)
 
 
 @add_to_class(ViT)
 def forward_features(self, images: torch.Tensor) -> torch.Tensor:
-    """Steps 1 to 6, every output token (b, 1 + n, d): tokens, blocks, final norm (with mean
-    pooling the norm comes after the mean, in forward_head)."""
+    """Steps 1 to 6, every output token (b, prefix + n, d): tokens, blocks, final norm
+    (with mean pooling the norm comes after the mean, in forward_head)."""
     x = self.blocks(self._tokens(images))
-    return self.norm(x) if self.config.pool == "cls" else x
+    return x if self.config.pool == "mean" else self.norm(x)
 
 
 @add_to_class(ViT)
 def forward_head(self, tokens: torch.Tensor) -> torch.Tensor:
-    """Steps 7 and 8: pool the tokens (b, 1 + n, d) to (b, d), classify: (b, num_classes)."""
-    x = pool(tokens, self.config.pool, self.num_prefix_tokens)
+    """Steps 7 and 8: pool the tokens (b, prefix + n, d) to (b, d), classify: (b, classes).
+    A pooling part (chapter 11's attention pooling) reads the patch tokens."""
+    if self.attn_pool is not None:
+        x = self.attn_pool(tokens[:, self.num_prefix_tokens :])
+    else:
+        x = pool(tokens, self.config.pool, self.num_prefix_tokens)
     return self.head(self.norm(x) if self.config.pool == "mean" else x)
 
 
@@ -211,7 +265,7 @@ def forward(self, images: torch.Tensor) -> torch.Tensor:
 # %% ../notebooks/05a_vit.ipynb #c009g
 @add_to_class(ViT)
 def attention_maps(self, images: torch.Tensor) -> list:
-    """Every block's attention weights, first block first: (b, heads, 1 + n, 1 + n) each,
+    """Every block's attention weights, first block first: (b, heads, prefix + n, prefix + n),
     computed explicitly (forward's SDPA never forms them)."""
     return self.blocks.attention_maps(self._tokens(images))
 
@@ -229,11 +283,13 @@ def no_weight_decay(self) -> set:
 def init_weights(self):
     """timm's initialisation (chapter 5 gives the reasons): vitlib.block.init_weights for the
     Linear and LayerNorm layers, learned positions trunc_normal_ with std 0.02, the class
-    token normal with std 1e-6, the patch convolution PyTorch's default."""
+    token (and any prefix token) normal with std 1e-6, the patch convolution PyTorch's
+    default."""
     self.apply(init_layers)  # vitlib.block.init_weights
     if isinstance(self.pos_embed, nn.Parameter):
         nn.init.trunc_normal_(self.pos_embed, std=0.02)
-    nn.init.normal_(self.cls_token, std=1e-6)
+    for name in self.prefix_names:
+        nn.init.normal_(getattr(self, name), std=1e-6)
 
 # %% ../notebooks/05a_vit.ipynb #c020
 PRESETS = {
@@ -334,14 +390,15 @@ def register_model(config_class, *names, teacher_loss=None, **fields):
 # %% ../notebooks/05a_vit.ipynb #c020b
 def build_model(name: str = "vit", preset: str = "fashion", **changes):
     """A registered model by name: for a ViT's config, the fields of `preset` (see PRESETS);
-    then the fields the name sets; then `changes`."""
+    then the fields the name sets; then `changes`, which may give those fields another
+    value but not turn one off (vit-stem with other widths, not with no stem)."""
     if name not in ARCHITECTURES:
         raise ValueError(
             f"unknown model {name!r}: choose one of {sorted(ARCHITECTURES)}"
         )
     entry, values = ARCHITECTURES[name], {}
     fixed = entry.fields
-    clash = {k: v for k, v in changes.items() if k in fixed and fixed[k] != v}
+    clash = {k: v for k, v in changes.items() if k in fixed and fixed[k] and not v}
     if clash:
         raise ValueError(f"{name!r} sets {entry.fields}; {clash} needs another name")
     if issubclass(entry.config, ViTConfig):
@@ -350,6 +407,20 @@ def build_model(name: str = "vit", preset: str = "fashion", **changes):
 
 
 register_model(ViTConfig, "vit")(ViT)  # the ViT of this page
+
+# %% ../notebooks/05a_vit.ipynb #c020v
+def create_model(name: str, **overrides):
+    """Any model of the book by one name: a preset of PRESETS (chapter 5's ViT of that shape)
+    or a registered model of ARCHITECTURES (on the preset `preset=`, "fashion" unless given),
+    with any config field changed by keyword."""
+    if name in PRESETS:
+        return create_vit(name, **overrides)
+    if name in ARCHITECTURES:
+        return build_model(name, **overrides)
+    raise ValueError(
+        f"unknown model {name!r}: a preset ({', '.join(sorted(PRESETS))}) or a "
+        f"registered model ({', '.join(sorted(ARCHITECTURES))})"
+    )
 
 # %% ../notebooks/05a_vit.ipynb #c022
 def parameter_counts(model: ViT) -> dict:
@@ -382,12 +453,11 @@ def resize(self, img_size, antialias: bool = True) -> ViT:
     rows kept; fixed positions are made anew. Returns the model."""
     old, self.config = self.config, replace(self.config, img_size=img_size)
     self.patch_embed.img_size = img_size
-    if old.pos == "learned":
+    if isinstance(self.pos_embed, nn.Parameter):
         table = self.pos_embed.detach()
-        prefix, grid = self.num_prefix_tokens, self.config.grid
-        table = resample_pos_embed(table, grid, prefix, old.grid, antialias)
+        prefix = table.shape[1] - old.num_patches  # rows before the patches' (or none)
+        table = resample_pos_embed(table, self.config.grid, prefix, old.grid, antialias)
         self.pos_embed = nn.Parameter(table)
-    else:
-        table = position_table(self.config, self.num_prefix_tokens)
-        self._set_positions(table.to(self.pos_embed.device))
+    elif self.pos_embed is not None:
+        self._set_positions(self._position_table().to(self.pos_embed.device))
     return self

@@ -20,9 +20,8 @@ from .data import ImageData
 from .loop import TrainConfig, evaluate, evaluating, unwrapped
 from .model import ViT, ViTConfig, register_model
 from .patches import pair, patchify, unpatchify
-from .positions import prepend_cls
 from .pretrained import FastViT, from_timm
-from .train import train
+from .trainer import train
 
 # %% ../notebooks/10_pretraining.ipynb #p006
 def hidden_count(num_patches: int, ratio: float) -> int:
@@ -118,8 +117,8 @@ class MaskedViT(ViT):
             )
         x = self.patch_embed(images)  # (b, n, d)
         x = torch.where(mask[..., None], self.mask_token.to(x.dtype), x)  # the one line
-        x = prepend_cls(x, self.cls_token) + self.pos_embed  # (b, 1 + n, d)
-        x = self.norm(self.blocks(self.pos_drop(x)))
+        x = self._prefix_and_positions(x)  # chapter 5's step: (b, 1 + n, d)
+        x = self.norm(self.blocks(x))
         # the patches only, (b, n, c*p*p): the class token predicts nothing
         return self.decoder(x[:, self.num_prefix_tokens :])
 
@@ -216,9 +215,13 @@ def load_encoder(path, model: ViT) -> ViT:
     heads = {k for k in model.state_dict() if k.startswith("head.")}
     encoder = {k: v for k, v in source.state_dict().items() if k in model.state_dict()}
     encoder = {k: v for k, v in encoder.items() if k not in heads}
-    # every key but the head's (the assert checks it): the head stays the model's own
+    lacking = sorted(set(model.state_dict()) - set(encoder) - heads)
+    if lacking:  # every key but the head's: the head stays the model's own
+        raise ValueError(
+            f"the encoder in {path} has no {', '.join(lacking)}: {type(model).__name__}"
+            " has parts a ViT's encoder lacks; load into a ViT of the checkpoint's shape"
+        )
     model.load_state_dict(encoder, strict=False)
-    assert set(model.state_dict()) - set(encoder) == heads
     had = source.config.num_classes
     print(
         f"loaded the encoder from {path} ({len(encoder)} tensors); the head is new: "
