@@ -322,3 +322,35 @@ def test_a_page_installs_in_colab_the_references_it_imports(path):
                 imported.add(words[1].split(".")[0])
     for name in {"timm", "transformers"} & imported:
         assert f'"{name}>=' in "".join(first["source"]), f"{path.name} imports {name}"
+
+
+# pages whose predict-then-run cells still print their value before the verdict: re-run with
+# the next change to each (their stored outputs must match their code)
+PRINTS_BEFORE_VERDICT = {"07_recipes_cifar10", "08d_faithfulness"}
+
+
+def _prints_before_verdict(source: str) -> bool:
+    import ast
+
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print":
+            return True
+    return False
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_a_prediction_is_judged_before_the_value_is_shown(notebook):
+    """A predict-then-run cell prints nothing of its own: the verdict shows the value after
+    judging the prediction, so a first run does not hand the answer to a second try."""
+    printing = []
+    for cell in code_cells(notebook):
+        source = "".join(cell["source"])
+        if "compare_prediction(" in source and not source.startswith("#| export"):
+            if _prints_before_verdict(source):
+                printing.append(cell.get("id"))
+    if notebook.stem in PRINTS_BEFORE_VERDICT:
+        assert printing, "this page no longer prints: take it off PRINTS_BEFORE_VERDICT"
+    else:
+        assert not printing, (
+            f"cells {printing} print before compare_prediction's verdict"
+        )
