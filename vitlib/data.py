@@ -412,7 +412,7 @@ def _class_folders(folder: Path, classes) -> list:
         )
     return list(classes)
 
-
+# %% ../notebooks/06a_data.ipynb #c012v2
 def _read_images(folder: Path, classes) -> tuple:
     """(images (n, c, h, w) uint8, labels (n,)) from folder/<class>/*.png|jpg, in label
     order, files in name order. Every image must have the first one's size and mode."""
@@ -438,7 +438,7 @@ def _read_images(folder: Path, classes) -> tuple:
             labels.append(label)
     return torch.stack(images), torch.tensor(labels)
 
-
+# %% ../notebooks/06a_data.ipynb #c012v3
 def image_folder(folder, name=None, classes=None, device="cpu") -> ImageData:
     """An ImageData from folder/train/<class>/* and folder/test/<class>/*, PNG or JPEG files:
     the layout Kaggle's CIFAR-10 and cifar2png write. The classes are `classes` (their order

@@ -149,14 +149,11 @@ class ViT(nn.Module):
     (b, num_classes); forward(x) = forward_head(forward_features(x)), as in timm.
 
     ViT(config) or ViT(config, **changes), e.g. ViT(ViTConfig(), num_classes=10).
-    Four parts, chapter 5's by default; chapters 9 and 11 pass others, each built once:
-    `embed_layer(patch_size, in_channels, dim, img_size)` makes the patch tokens;
-    `block(dim, heads, drop_path=..., **options)` each encoder block (chapter 4);
-    `prefix`, {name: count}: the learned tokens before the patches (the class token);
-    `pool_layer(dim)`, if given, pools the patch tokens in place of config.pool.
-    `num_prefix_tokens`: the tokens before the patches; `no_weight_decay()`: the parameters
-    an optimizer must not decay.
-    """
+    Four parts, chapter 5's by default (chapters 9 and 11 pass others, each built once):
+    `embed_layer(patch_size, in_channels, dim, img_size)`, the patch tokens; `block(dim,
+    heads, drop_path=..., **options)`, each encoder block; `prefix`, {name: count}, the
+    learned tokens before the patches; `pool_layer(dim)`, pooling in place of config.pool.
+    `no_weight_decay()`: the parameters an optimizer must not decay."""
 
     def __init__(
         self,
