@@ -31,6 +31,8 @@ import tempfile
 
 import torch
 
+from vitlib.data import data_root
+from vitlib.loop import RECIPES
 from vitlib.train import main as train_cli
 from vitlib.utils import hardware, is_smoke, log_header
 
@@ -59,6 +61,17 @@ def run(recipe: str, seed: int, device: str, data=None, keep=None) -> dict:
         return train_cli([*argv, "--out", str(keep), "--overwrite"])
     with tempfile.TemporaryDirectory() as out:
         return train_cli([*argv, "--out", out])
+
+
+def cifar_source(root=None) -> str:
+    """Which CIFAR-10 a run reads (vitlib.data.cifar10's order): the python batches, or an
+    image folder, with the kind of files in it (a JPEG copy's pixels are not the original's)."""
+    root = data_root(root)
+    if (root / "cifar-10-batches-py").is_dir():
+        return f"CIFAR-10, the python batches in {root / 'cifar-10-batches-py'}"
+    first = next((root / "cifar10" / "train").glob("*/*"), None)
+    kind = f"{first.suffix[1:].upper()} files" if first else "no files"
+    return f"CIFAR-10 from the image folder {root / 'cifar10'} ({kind})"
 
 
 def seconds_to(target: float, history: dict) -> float:
@@ -120,6 +133,8 @@ def main():
     recipes = args.recipe or [RECIPE_FOR[args.device]]
     print(log_header())
     print(f"recipes {recipes}, seeds {args.seeds}, target {target:.1%}")
+    if any(RECIPES[r].dataset == "cifar10" for r in recipes):  # which copy: it matters
+        print("data:", cifar_source(args.data))
     rows = {recipe: [] for recipe in recipes}
     for seed in args.seeds:  # every recipe for this seed before the next seed
         for recipe in recipes:

@@ -116,3 +116,14 @@ def test_a_timing_ratio_lies_in_its_own_middle_half():
     timing = paired_timing(seconds, baseline)
     assert timing.seconds == 1 and timing.ratio == 1
     assert timing.spread[0] <= timing.ratio <= timing.spread[1]
+
+
+def test_a_cifar_log_says_which_copy_it_read(tmp_path):
+    tta = load_module(ROOT / "benchmarks" / "time_to_accuracy.py")
+    (tmp_path / "cifar10" / "train" / "cat").mkdir(parents=True)
+    (tmp_path / "cifar10" / "train" / "cat" / "0000.jpg").write_bytes(b"")
+    assert tta.cifar_source(tmp_path).endswith("cifar10 (JPG files)")
+    (
+        tmp_path / "cifar-10-batches-py"
+    ).mkdir()  # the batches come first, as cifar10() reads
+    assert tta.cifar_source(tmp_path).startswith("CIFAR-10, the python batches")

@@ -451,3 +451,25 @@ def test_hold_out_refuses_twice_and_too_many(fashion):
         fashion.hold_out(2000)
     with pytest.raises(ValueError):
         fashion.hold_out(0)
+
+
+def test_the_cifar10_cpu_recipe_trains_from_an_image_folder(tmp_path):
+    # CIFAR-10's classes as folders of 32x32 colour images: the layout of page 7's copy
+    from vitlib.data import CIFAR10_CLASSES
+    from vitlib.train import main
+
+    _write_folder(tmp_path / "cifar10", list(CIFAR10_CLASSES), n=3, shape=(3, 32, 32))
+    args = [
+        "--recipe",
+        "cifar10-cpu",
+        "--data",
+        str(tmp_path),
+        "--out",
+        str(tmp_path / "run"),
+    ]
+    args += ["--epochs", "1", "--batch-size", "8", "--val-size", "10", "--no-progress"]
+    metrics = main(args)
+    assert metrics["dataset"] == "cifar10" and metrics["train_size"] == 20
+    assert metrics["model_changes"]["patch_size"] == 4
+    assert metrics["model_changes"]["in_channels"] == 3
+    assert 0.0 <= metrics["final_test_accuracy"] <= 1.0

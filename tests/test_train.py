@@ -402,7 +402,7 @@ TINY = [
         (["--preset", "huge"], "'fashion', 'large', 'small', 'tiny'"),
         (
             ["--recipe", "fast"],
-            "['cifar10-gpu', 'fashion-cpu', 'fashion-cpu-modern', 'fashion-cpu-stem', 'fashion-gpu', 'fashion-gpu-modern']",
+            "['cifar10-cpu', 'cifar10-gpu', 'fashion-cpu', 'fashion-cpu-modern', 'fashion-cpu-stem', 'fashion-gpu', 'fashion-gpu-modern']",
         ),
     ],
 )
