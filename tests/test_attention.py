@@ -13,6 +13,7 @@ from vitlib.attention import (
     MultiHeadList,
     attend,
     copy_fused_weights,
+    recorded_attention,
 )
 
 VERSIONS = [MultiHeadList, MultiHeadEinsum, MultiHeadFused, MultiHeadAttention]
@@ -89,6 +90,39 @@ def test_attention_maps_are_the_weights_forward_uses(b, n, dim, heads):
     assert weights.shape == (b, heads, n, n)
     assert (weights >= 0).all()
     torch.testing.assert_close(weights.sum(-1), torch.ones(b, heads, n))
+
+
+def test_recorded_attention_is_forwards_own_and_leaves_torch_alone():
+    torch.manual_seed(0)
+    module = MultiHeadAttention(48, 4, attn_drop=0.5)
+    x = torch.randn(2, 9, 48)
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    with recorded_attention(module) as weights:
+        assert torch.nn.functional.scaled_dot_product_attention is sdpa
+        assert module.fused_attn is False
+        module.eval()
+        out = module(x)
+    assert module.fused_attn is True and not module.attn_drop._forward_hooks
+    assert len(weights) == 1 and weights[0].requires_grad
+    torch.testing.assert_close(out, module(x), atol=1e-5, rtol=0)
+    torch.testing.assert_close(weights[0], module.attention_maps(x))
+    with recorded_attention(module) as weights:  # training: the weights before dropout
+        module.train()(x)
+    torch.testing.assert_close(weights[0].sum(-1), torch.ones(2, 4, 9))
+
+
+def test_recorded_attention_reads_timms_attention_too():
+    torch.manual_seed(0)
+    timm_attn = (
+        need_module("timm.layers").Attention(48, num_heads=4, qkv_bias=True).eval()
+    )
+    ours = copy_fused_weights(timm_attn, MultiHeadAttention(48, 4)).eval()
+    x = torch.randn(2, 9, 48)
+    fused = timm_attn.fused_attn
+    with torch.no_grad(), recorded_attention(timm_attn) as weights:
+        timm_attn(x)
+    assert timm_attn.fused_attn == fused and len(weights) == 1
+    torch.testing.assert_close(weights[0], ours.attention_maps(x), atol=1e-5, rtol=0)
 
 
 def test_attend_is_the_formula():

@@ -6,6 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from timm.models.vision_transformer import Block as TimmBlock
+from torch import nn
 
 from vitlib.block import (
     MLP,
@@ -134,6 +135,28 @@ def test_encoder_rates_keys_attention_and_equivariance():
     torch.testing.assert_close(maps[1], enc[1].attention_maps(enc[0](x)))
     order = torch.randperm(10)
     torch.testing.assert_close(enc(x[:, order]), out[:, order], atol=1e-5, rtol=1e-5)
+
+
+def test_encoder_maps_take_one_pass_and_name_an_attention_they_cannot_read():
+    torch.manual_seed(0)
+    enc = TransformerEncoder(32, depth=3, heads=2).eval()
+    calls = []
+    for block in enc:
+        block.attn.qkv.register_forward_hook(lambda *_: calls.append(1))
+    maps = enc.attention_maps(torch.randn(2, 6, 32))
+    assert len(maps) == 3 and len(calls) == 3  # each attention computed q, k, v once
+
+    class Opaque(nn.Module):  # torch's attention: no switch to read its weights by
+        def __init__(self, dim, heads, *_):
+            super().__init__()
+            self.inner = nn.MultiheadAttention(dim, heads, batch_first=True)
+
+        def forward(self, x):
+            return self.inner(x, x, x, need_weights=False)[0]
+
+    opaque = TransformerEncoder(32, depth=2, heads=2, attn_layer=Opaque).eval()
+    with pytest.raises(ValueError, match="2 blocks"):
+        opaque.attention_maps(torch.randn(2, 6, 32))
 
 
 def test_encoder_builds_on_the_meta_device():

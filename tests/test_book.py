@@ -326,7 +326,7 @@ def test_a_page_installs_in_colab_the_references_it_imports(path):
 
 # pages whose predict-then-run cells still print their value before the verdict: re-run with
 # the next change to each (their stored outputs must match their code)
-PRINTS_BEFORE_VERDICT = {"07_recipes_cifar10", "08d_faithfulness"}
+PRINTS_BEFORE_VERDICT = set()
 
 
 def _prints_before_verdict(source: str) -> bool:

@@ -161,7 +161,7 @@ def test_recorded_attention_is_the_models_own_and_carries_gradients(architecture
         architecture, "fashion", patch_size=7, depth=3, **options
     ).eval()
     images = torch.randn(4, 1, 28, 28)
-    with recorded_attention() as weights:
+    with recorded_attention(model) as weights:
         logits = model(images)
     assert torch.allclose(logits, model(images), atol=1e-5)  # the same function
     assert len(weights) == 3 and all(w.requires_grad for w in weights)
@@ -239,7 +239,7 @@ def test_gradient_attention_is_chefers_rule_by_hand():
     model = build_model("vit", "fashion", patch_size=7, depth=2).eval()
     images = torch.randn(3, 1, 28, 28)
     target = torch.tensor([0, 4, 9])
-    with recorded_attention() as weights:
+    with recorded_attention(model) as weights:
         picked = model(images).gather(1, target[:, None]).sum()
     grads = torch.autograd.grad(picked, weights)
     a1, a2 = ((a * g).clamp(min=0).mean(1).detach() for a, g in zip(weights, grads))
@@ -267,7 +267,7 @@ def test_maps_of_models_whose_head_does_not_read_the_class_token_are_refused():
     pooled = build_model(
         "vit-modern", "fashion", patch_size=7, depth=2, pool="map"
     ).eval()
-    with recorded_attention() as weights:
+    with recorded_attention(pooled) as weights:
         pooled(
             images
         )  # the pooling query (one row) is not a self-attention: not recorded

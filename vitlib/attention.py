@@ -2,9 +2,11 @@
 
 # %% auto #0
 __all__ = ['attend', 'check_heads', 'AttentionHead', 'show_attention', 'MultiHeadList', 'MultiHeadEinsum', 'MultiHeadFused',
-           'qkv_heads', 'MultiHeadAttention', 'copy_fused_weights']
+           'qkv_heads', 'MultiHeadAttention', 'copy_fused_weights', 'recorded_attention']
 
 # %% ../notebooks/03_attention.ipynb #c003
+import contextlib
+
 import torch
 import torch.nn.functional as F
 from einops import rearrange
@@ -142,7 +144,11 @@ def qkv_heads(qkv: nn.Linear, x: torch.Tensor, heads: int) -> tuple:
 class MultiHeadAttention(nn.Module):
     """Multi-head self-attention, (b, n, d) -> (b, n, d): a fused qkv Linear (timm's layout)
     and F.scaled_dot_product_attention, with dropout on the weights and the output.
-    `attention_maps(x)`: forward's weights (b, heads, n, n), as softmax(q k^T / sqrt(d/h))."""
+    `attention_maps(x)`: forward's weights (b, heads, n, n), as softmax(q k^T / sqrt(d/h)).
+    `fused_attn = False` (timm's switch) makes forward compute them explicitly and pass them
+    through `attn_drop`, where a hook sees them (recorded_attention, below)."""
+
+    fused_attn = True
 
     def __init__(
         self,
@@ -156,7 +162,7 @@ class MultiHeadAttention(nn.Module):
         check_heads(dim, heads)
         self.dim, self.num_heads = dim, heads
         self.qkv = nn.Linear(dim, 3 * dim, bias=qkv_bias)
-        # applied inside SDPA; hooks on it see nothing
+        # inside SDPA when fused (hooks see nothing); on the weights when not
         self.attn_drop = nn.Dropout(attn_drop)
         self.proj = nn.Linear(dim, dim)
         self.proj_drop = nn.Dropout(proj_drop)
@@ -170,9 +176,11 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, x: torch.Tensor, **qkv_options) -> torch.Tensor:
         q, k, v = self._qkv(x, **qkv_options)  # options: chapter 11's rotary positions
-        p = self.attn_drop.p if self.training else 0.0
-        # SDPA: (b, h, n, d/h), the weights never stored
-        out = F.scaled_dot_product_attention(q, k, v, dropout_p=p)
+        if self.fused_attn:  # SDPA: (b, h, n, d/h), the weights never stored
+            p = self.attn_drop.p if self.training else 0.0
+            out = F.scaled_dot_product_attention(q, k, v, dropout_p=p)
+        else:  # version 3's softmax; attn_drop is given the weights (b, h, n, n)
+            out = self.attn_drop(attend(q, k, v)[1]) @ v
         out = out.transpose(1, 2).flatten(2)  # "b h n d -> b n (h d)"
         return self.proj_drop(self.proj(out))
 
@@ -209,3 +217,31 @@ def copy_fused_weights(source: nn.Module, target: nn.Module) -> nn.Module:
         target.qkv.load_state_dict(source.qkv.state_dict())
     target.proj.load_state_dict(source.proj.state_dict())
     return target
+
+# %% ../notebooks/03_attention.ipynb #c036s
+@contextlib.contextmanager
+def recorded_attention(model: nn.Module):
+    """Inside the block, every self-attention in `model` that has timm's `fused_attn` switch
+    and an `attn_drop` module (MultiHeadAttention, its subclasses, timm's Attention) runs the
+    explicit softmax and adds its weights (b, heads, n, n) to the list it yields, in the
+    order forward meets them, inside the autograd graph. One query against many keys
+    (attention pooling) is not a self-attention and is left out. On leaving, every switch is
+    set back and every hook removed."""
+    weights, switched, hooks = [], [], []
+
+    def record(module, args, output):  # attn_drop's input: the weights before dropout
+        if args[0].shape[-2] == args[0].shape[-1]:
+            weights.append(args[0])
+
+    for module in model.modules():
+        if hasattr(module, "fused_attn") and hasattr(module, "attn_drop"):
+            switched.append((module, module.fused_attn))
+            module.fused_attn = False
+            hooks.append(module.attn_drop.register_forward_hook(record))
+    try:
+        yield weights
+    finally:
+        for hook in hooks:
+            hook.remove()
+        for module, fused in switched:
+            module.fused_attn = fused

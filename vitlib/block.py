@@ -7,7 +7,7 @@ __all__ = ['MLP', 'init_weights', 'drop_path', 'DropPath', 'TransformerBlock', '
 import torch
 from torch import nn
 
-from .attention import MultiHeadAttention
+from .attention import MultiHeadAttention, recorded_attention
 
 # %% ../notebooks/04_block.ipynb #c008
 class MLP(nn.Module):
@@ -147,9 +147,13 @@ class TransformerEncoder(nn.ModuleList):
         return x
 
     def attention_maps(self, x: torch.Tensor, **block_args) -> list:
-        """Every block's attention weights (b, heads, n, n), first block first."""
-        maps = []
-        for block in self:
-            maps.append(block.attention_maps(x, **block_args))
-            x = block(x, **block_args)
+        """Every block's attention weights (b, heads, n, n), first block first, recorded in
+        one forward pass (chapter 3's recorded_attention)."""
+        with recorded_attention(self) as maps:
+            self(x, **block_args)
+        if len(maps) != len(self):
+            raise ValueError(
+                f"{len(maps)} attention maps recorded for {len(self)} blocks: give every "
+                "block an attention with a `fused_attn` switch and an `attn_drop` module"
+            )
         return maps

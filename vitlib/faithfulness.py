@@ -2,19 +2,16 @@
 
 # %% auto #0
 __all__ = ['METHODS', 'patch_order', 'delete_patches', 'deletion_curve', 'curve_area', 'batched', 'attention_scores',
-           'rollout_scores', 'recorded_attention', 'gradient_attention_scores', 'gradient_input_scores',
-           'occlusion_scores', 'random_scores', 'measure', 'cascade', 'randomise_top', 'average_ranks',
-           'rank_correlation']
+           'rollout_scores', 'gradient_attention_scores', 'gradient_input_scores', 'occlusion_scores', 'random_scores',
+           'measure', 'cascade', 'randomise_top', 'average_ranks', 'rank_correlation']
 
 # %% ../notebooks/08d_faithfulness.ipynb #f003
-import contextlib
 import copy
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
-from .attention import attend
+from .attention import recorded_attention
 from .block import init_weights as init_layers
 from .patches import pair
 from .rollout import attention_rollout, cls_map
@@ -113,30 +110,6 @@ def rollout_scores(model, images, head_fusion="mean", discard_ratio=0.0) -> Tens
     )
     return cls_map(joint, prefix=prefix).flatten(1)
 
-# %% ../notebooks/08d_faithfulness.ipynb #f033
-@contextlib.contextmanager
-def recorded_attention():
-    """Inside the block, every self-attention that calls F.scaled_dot_product_attention
-    (vitlib's, timm's) runs chapter 3's explicit softmax instead and adds its weights
-    (b, heads, n, n) to the list it yields, first layer first, inside the autograd graph,
-    so a gradient can reach them. Calls with a mask, dropout or as many queries as keys
-    not (attention pooling's one query) go to PyTorch's function unchanged."""
-    weights, sdpa = [], F.scaled_dot_product_attention
-
-    def explicit(q, k, v, attn_mask=None, dropout_p=0.0, *args, **options):
-        plain = attn_mask is None and not dropout_p and not args and not options
-        if not plain or q.shape[-2] != k.shape[-2]:
-            return sdpa(q, k, v, attn_mask, dropout_p, *args, **options)
-        out, w = attend(q, k, v)
-        weights.append(w)
-        return out
-
-    F.scaled_dot_product_attention = explicit
-    try:
-        yield weights
-    finally:
-        F.scaled_dot_product_attention = sdpa
-
 # %% ../notebooks/08d_faithfulness.ipynb #f036
 def gradient_attention_scores(model, images, target) -> Tensor:
     """Gradient-weighted attention rollout (Chefer, Gur and Wolf, 2021): in every layer the
@@ -145,12 +118,12 @@ def gradient_attention_scores(model, images, target) -> Tensor:
     row over the patches: (b, n)."""
     if model.training:
         raise ValueError("gradient_attention_scores: put the model in eval mode first")
-    with torch.enable_grad(), recorded_attention() as weights:
+    with torch.enable_grad(), recorded_attention(model) as weights:
         logits = model(images)
     if len(weights) != len(model.blocks):
         raise ValueError(
             f"{len(weights)} attention maps recorded for {len(model.blocks)} blocks: some "
-            "attention does not go through F.scaled_dot_product_attention with every query"
+            "attention has no `fused_attn` switch and `attn_drop` module (chapter 3)"
         )
     with torch.enable_grad():
         picked = logits.gather(
@@ -219,7 +192,7 @@ METHODS = {  # name: f(model, images, target, baseline) -> scores (b, n)
     "occlusion": lambda m, x, t, base: occlusion_scores(m, x, t, None, base),
 }
 
-
+# %% ../notebooks/08d_faithfulness.ipynb #f040b
 def measure(
     model,
     images,
