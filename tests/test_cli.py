@@ -114,7 +114,9 @@ BAD_FLAGS = [
     (["--min-lr", "0.1"], "--min-lr 0.1", ["need 0 < min_lr <= lr"]),
     (["--norm-eps", "-1"], "--norm-eps -1.0", ["norm_eps must be above 0"]),
     (["--norm-eps", "nan"], "--norm-eps nan", ["norm_eps must be a finite number"]),
-    (["--dim", "30", "--heads", "4"], "--dim 30, --heads 4", ["divisors of 30"]),
+    (["--dim", "30", "--heads", "4"], "--dim 30:", ["divisors of 30"]),  # 30 fails alone
+    (["--dim", "48", "--heads", "32"], "--dim 48, --heads 32:", ["divisors of 48"]),  # clash
+    (["--heads", "6", "--lr", "1e-3"], "--heads 6:", ["divisors of 64"]),
     (["--patch-size", "5"], "--patch-size 5", ["cannot be cut into 5x5 patches"]),
     (["--dropout", "1.5"], "--dropout 1.5", ["dropout must be in [0, 1)"]),
     (["--pool", "max"], "--pool max", ["pool must be 'cls' or 'mean'"]),

@@ -109,18 +109,12 @@ class ModernBlock(TransformerBlock):
         layer_scale=0.0,
         mlp="gelu",
     ):
+        # chapter 4's block, given this chapter's parts to build
         attn = partial(ModernAttention, qk_norm=qk_norm, norm_eps=norm_eps)
+        layer = SwiGLU if mlp == "swiglu" else MLP
+        sizes, rates = (dim, heads, mlp_dim), (dropout, attn_dropout, drop_path)
         super().__init__(
-            dim,
-            heads,
-            mlp_dim,
-            dropout,
-            attn_dropout,
-            drop_path,
-            qkv_bias,
-            norm_eps,
-            attn_layer=attn,  # chapter 4's parts, replaced before they are built
-            mlp_layer=SwiGLU if mlp == "swiglu" else MLP,
+            *sizes, *rates, qkv_bias, norm_eps, attn_layer=attn, mlp_layer=layer
         )
         self.layer_scale = layer_scale
         # no layer at all when off: chapter 4's block, module for module

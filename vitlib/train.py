@@ -8,7 +8,6 @@ import argparse
 import json
 import math
 import os
-import re
 import shutil
 import sys
 from dataclasses import asdict, fields, replace
@@ -144,8 +143,9 @@ def _settings(args, parser) -> tuple:
     model = {**(recipe.model if same_kind else {}), **changes}
     try:
         config = replace(recipe.train, **settings)
-    except (TypeError, ValueError) as error:  # TrainConfig names the field
-        _usage_error(parser, args, error, group="t_")
+    except (TypeError, ValueError) as error:  # blame the flags by trying them again
+        blamed = _blamed(lambda some: replace(recipe.train, **some), settings)
+        _usage_error(parser, args, error, blamed)
     return dataset, preset, architecture, model, config
 
 
@@ -186,23 +186,31 @@ def _given(args) -> dict:
     return given
 
 
-def _names(message: str, field: str) -> bool:
-    """Whether a message names a field: patch_size, or in words, the patch size."""
-    spoken = field.replace("_", " ")
-    return bool(re.search(rf"\b({field}|{spoken})\b", message))
+def _blamed(attempt, flags: dict) -> list:
+    """The fields of `flags` ({field: value}) that make `attempt(changes)` raise, found by
+    trying, not by reading the message: each field whose value fails alone; else (values
+    that clash, such as heads that do not divide the width) each field without which the
+    others pass; else all of them."""
+
+    def passes(changes: dict) -> bool:
+        try:
+            attempt(changes)
+        except (TypeError, ValueError):
+            return False
+        return True
+
+    alone = [k for k, v in flags.items() if not passes({k: v})]
+    if alone:
+        return alone
+    others = [k for k in flags if passes({j: v for j, v in flags.items() if j != k})]
+    return others or list(flags)
 
 
-def _usage_error(parser, args, error, names=(), group=None):
+def _usage_error(parser, args, error, names=()):
     """Exit as argparse does (the usage, one `error:` line, status 2): the message of
-    `error` on one line, after the given flags it concerns: those of `names`, and the
-    fields of `group` ("m_" the model's, "t_" training's, or both) that the message names;
-    when it names none, every given flag of the group."""
+    `error` on one line, after the given flags it concerns (those of `names`)."""
     message, given = " ".join(str(error).split()), _given(args)
     names = [n for n in names if n in given]
-    if group:
-        mine = [d[2:] for d in vars(args) if d.startswith(group) and d[2:] in given]
-        named = [n for n in mine if _names(message, n)]
-        names += named or ([] if names else mine)
     flags = ", ".join(given[n] for n in dict.fromkeys(names))
     parser.error(f"{flags}: {message}" if flags else message)
 
@@ -363,11 +371,23 @@ def _name(args, parser, architecture: str) -> str:
 
 
 def _build(args, parser, name: str, preset: str, changes: dict):
-    """build_model with the flags' changes: a value the config refuses is a usage error."""
+    """build_model with the flags' changes: a value the config refuses is a usage error,
+    blamed on the flags found by building again (on the meta device: no memory, no time)."""
     try:
         return build_model(name, preset, **changes)
     except (TypeError, ValueError) as error:
-        _usage_error(parser, args, error, group="m_")
+        flags = {
+            k: v
+            for k, v in changes.items()
+            if getattr(args, f"m_{k}", None) is not None
+        }
+        rest = {k: v for k, v in changes.items() if k not in flags}
+
+        def build(some):
+            with torch.device("meta"):
+                build_model(name, preset, **rest, **some)
+
+        _usage_error(parser, args, error, _blamed(build, flags))
 
 # %% ../notebooks/06d_training_for_real.ipynb #c036
 def _run(args, argv, parser, settings, device) -> dict:
@@ -433,7 +453,7 @@ def main(argv=None) -> dict:
             metrics = _run(args, argv, parser, settings, device)
     # the folder in use, a checkpoint that does not fit, ...
     except RunRefused as error:
-        _usage_error(parser, args, error, [error.setting], group=("m_", "t_"))
+        _usage_error(parser, args, error, [error.setting])
     except Diverged as error:  # no usage error, and no traceback either
         parser.exit(1, f"{parser.prog}: error: {error}\n")
     except KeyboardInterrupt:  # Ctrl-C: one line on what is kept, and how to go on
