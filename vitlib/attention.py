@@ -143,10 +143,8 @@ def qkv_heads(qkv: nn.Linear, x: torch.Tensor, heads: int) -> tuple:
 # %% ../notebooks/03_attention.ipynb #c031
 class MultiHeadAttention(nn.Module):
     """Multi-head self-attention, (b, n, d) -> (b, n, d): a fused qkv Linear (timm's layout)
-    and F.scaled_dot_product_attention, with dropout on the weights and the output.
-    `attention_maps(x)`: forward's weights (b, heads, n, n), as softmax(q k^T / sqrt(d/h)).
-    `fused_attn = False` (timm's switch) makes forward compute them explicitly and pass them
-    through `attn_drop`, where a hook sees them (recorded_attention, below)."""
+    and SDPA, or with `fused_attn = False` (timm's switch) the explicit softmax, its weights
+    passed through `attn_drop`. `attention_maps(x)`: the weights (b, heads, n, n)."""
 
     fused_attn = True
 
