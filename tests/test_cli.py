@@ -98,6 +98,7 @@ BAD_FLAGS = [
     (["--val-size", "2000"], "--val-size 2000", ["hold out 1 to 1,500 of 3,000"]),
     (["--stop-after", "0"], "--stop-after 0", ["1 or later"]),
     (["--stop-after", "-1"], "--stop-after -1", ["1 or later"]),
+    (["--seconds", "0"], "--seconds 0.0", ["seconds must be a number above 0"]),
     (["--device", "banana"], "--device banana", ["choose auto, cpu, cuda"]),
     (["--device", "cuda:99"], "--device cuda:99", ["CUDA GPU"]),
     (["--epochs", "0"], "--epochs 0", ["epochs must be at least 1, got 0"]),

@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from unittest import mock
 
@@ -31,6 +31,7 @@ from vitlib.loop import TrainConfig, evaluate
 from vitlib.model import create_vit
 from vitlib.train import main
 from vitlib.trainer import (
+    ClockCosine,
     Diverged,
     RunRefused,
     first_non_finite,
@@ -84,6 +85,43 @@ def test_seeded_runs_repeat_exactly(small):
     assert _same_weights(runs[0][0], runs[1][0])
     assert _without_timing(runs[0][1]) == _without_timing(runs[1][1])
     assert len(runs[0][1]["epoch"]) == 3 and set(runs[0][1]) == set(HISTORY_KEYS)
+
+
+def test_the_cosine_on_a_time_budget_follows_the_clock_not_the_steps():
+    now = [0.0]
+    factor = ClockCosine(warmup=2, seconds=10.0, floor=0.1, clock=lambda: now[0])
+    assert [factor(0), factor(1)] == [0.5, 1.0]  # the warm-up counts steps
+    now[0] = 2.0
+    assert factor(2) == 1.0  # warm-up over at 2 s: the cosine starts from there
+    now[0] = 6.0  # half of the 8 s left
+    assert factor(3) == pytest.approx(0.55) == factor(1000)  # steps do not count now
+    now[0] = 10.0
+    assert factor(4) == pytest.approx(0.1) == factor(5)
+    json.dumps(vars(factor))  # what a checkpoint keeps of it: numbers, not the clock
+
+
+def test_a_time_budget_runs_until_the_clock_says_so(small):
+    config = replace(CONFIG, epochs=1, warmup_epochs=0.2)
+    torch.manual_seed(0)
+    history = train(_model(), small, config, progress=False, seconds=1.5)
+    assert sum(history["seconds"]) >= 1.5 and len(history["epoch"]) > config.epochs
+    lrs = history["lr"]
+    assert lrs == sorted(lrs, reverse=True) and lrs[-1] < 0.1 * config.lr  # it ended low
+
+
+@pytest.mark.parametrize("seconds", [0, -1.0, "60", True])
+def test_a_time_budget_that_is_no_number_of_seconds_is_refused(small, seconds):
+    with pytest.raises(RunRefused, match="seconds must be a number above 0") as error:
+        train(_model(), small, CONFIG, progress=False, seconds=seconds)
+    assert error.value.setting == "seconds"
+
+
+def test_a_run_on_a_time_budget_does_not_resume(small, tmp_path):
+    config, out = replace(CONFIG, epochs=1), tmp_path / "run"
+    train(_model(), small, config, out, progress=False, seconds=0.5)
+    for seconds in (None, 0.5):  # with a clock, or without one
+        with pytest.raises(RunRefused, match="cannot resume"):
+            train(_model(), small, config, out, True, progress=False, seconds=seconds)
 
 
 @pytest.mark.parametrize("stop", [1, 2])

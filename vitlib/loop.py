@@ -112,21 +112,26 @@ class WarmupCosine:
     def __call__(self, step: int) -> float:
         if step < self.warmup:
             return (step + 1) / self.warmup
-        t = min(1.0, (step - self.warmup) / max(1, self.total - self.warmup))
+        t = min(1.0, self.progress(step))
         return self.floor + (1 - self.floor) * 0.5 * (1 + math.cos(math.pi * t))
+
+    def progress(self, step: int) -> float:
+        """How far along the cosine: 0 at the end of warm-up, 1 at step `total`."""
+        return (step - self.warmup) / max(1, self.total - self.warmup)
 
 # %% ../notebooks/06b_fashion_mnist.ipynb #c010b
 def make_optimizer(
-    model: nn.Module, config: TrainConfig, steps_per_epoch: int
+    model: nn.Module, config: TrainConfig, steps_per_epoch: int, factor=None
 ) -> tuple:
     """(AdamW over parameter_groups, a LambdaLR following WarmupCosine over the whole run),
-    the scheduler to be stepped once per batch."""
+    the scheduler to be stepped once per batch. `factor`: another schedule (page 6d's on
+    the clock)."""
     total = config.epochs * steps_per_epoch
     warmup = min(total, round(config.warmup_epochs * steps_per_epoch))
     fused = next(model.parameters()).device.type == "cuda"  # one kernel for the update
     groups = parameter_groups(model, config.weight_decay)
     optimizer = torch.optim.AdamW(groups, lr=config.lr, fused=fused)
-    factor = WarmupCosine(warmup, total, config.min_lr / config.lr)
+    factor = factor or WarmupCosine(warmup, total, config.min_lr / config.lr)
     return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 # %% ../notebooks/06b_fashion_mnist.ipynb #c013

@@ -4,11 +4,9 @@
 __all__ = ['CHOICES', 'CHANGES', 'MARKS', 'ModernAttention', 'LayerScale', 'SwiGLU', 'ModernBlock', 'AttentionPool', 'rope_2d',
            'apply_rope', 'shifted_copies', 'ShiftedPatchEmbed', 'ModernViTConfig', 'check_modern_config', 'ModernViT',
            'is_modern_timm', 'timm_to_modern_state_dict', 'infer_modern_config', 'modern_from_timm',
-           'modern_to_timm_state_dict', 'modern_to_timm', 'lr_factor', 'train_for']
+           'modern_to_timm_state_dict', 'modern_to_timm']
 
 # %% ../notebooks/11_modern_vit.ipynb #m003
-import math
-import time
 from dataclasses import dataclass, fields, replace
 from functools import partial
 
@@ -18,15 +16,14 @@ from torch import nn
 
 from .attention import MultiHeadAttention
 from .block import MLP, TransformerBlock
-from .loop import RECIPES, Recipe, TrainConfig, batches, evaluate
+from .loop import RECIPES, Recipe, TrainConfig
 from .loop import register_recipes
-from .loop import parameter_groups, train_step
 from .model import ViT, ViTConfig, check_field_types, position_table
 from .model import register_model
 from .patches import PatchEmbed, check_images, pair, patchify
 from .positions import patch_grid
 from .pretrained import load_weights, register_timm_converters, to_timm_state_dict
-from .utils import add_to_class, grad_scaler
+from .utils import add_to_class
 
 # %% ../notebooks/11_modern_vit.ipynb #m020
 class ModernAttention(MultiHeadAttention):
@@ -585,57 +582,6 @@ def modern_to_timm(model):
 
 # page 5b's from_timm asks this chapter first; its to_timm hands ModernViTs here
 register_timm_converters(ModernViT, modern_from_timm, modern_to_timm)
-
-# %% ../notebooks/11_modern_vit.ipynb #m121
-def lr_factor(
-    step: int, warmup: int, elapsed: float, warm_at: float, seconds: float, floor: float
-) -> float:
-    """The learning-rate factor of a run on the clock: a linear warm-up over `warmup` steps,
-    then a cosine from 1 to `floor` over the seconds left (`warm_at`: when warm-up ended)."""
-    if step < warmup:
-        return (step + 1) / warmup
-    t = min(1.0, (elapsed - warm_at) / max(seconds - warm_at, 1e-9))
-    return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * t))
-
-# %% ../notebooks/11_modern_vit.ipynb #m122
-def train_for(model, data, config, seconds: float, points: int = 6) -> dict:
-    """Page 6b's train_step until `seconds` of training have passed: warm-up over
-    config.warmup_epochs, then a cosine to min_lr that ends with the clock. The validation
-    accuracy at `points` times evenly spaced (the clock stops while it is read). Returns lists
-    "step", "seconds" (of training, so far) and "val_accuracy"."""
-    loader = batches(data, "train", config.batch_size, config)
-    optimizer = torch.optim.AdamW(
-        parameter_groups(model, config.weight_decay), config.lr
-    )
-    warmup = round(config.warmup_epochs * len(loader))
-    scaler, history = (
-        grad_scaler(data.device),
-        dict(step=[], seconds=[], val_accuracy=[]),
-    )
-    step, elapsed, warm_at = 0, 0.0, 0.0
-    marks = [seconds * (i + 1) / points for i in range(points)]
-    tick = time.perf_counter()  # the data's time counts too: it is part of training
-    while marks:
-        loader.set_epoch(step // len(loader))
-        for images, labels in loader:
-            factor = lr_factor(
-                step, warmup, elapsed, warm_at, seconds, config.min_lr / config.lr
-            )
-            for group in optimizer.param_groups:
-                group["lr"] = config.lr * factor
-            train_step(model.train(), images, labels, optimizer, config, scaler)
-            step, now = step + 1, time.perf_counter()
-            elapsed, tick = elapsed + now - tick, now
-            warm_at = elapsed if step <= warmup else warm_at
-            if elapsed >= marks[0]:  # the clock stops while we look
-                marks.pop(0)
-                history["val_accuracy"].append(evaluate(model, data, "val")["accuracy"])
-                history["step"].append(step)
-                history["seconds"].append(elapsed)
-                tick = time.perf_counter()
-                if not marks:
-                    break
-    return history
 
 # %% ../notebooks/11_modern_vit.ipynb #m140
 register_recipes(

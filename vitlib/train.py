@@ -57,6 +57,11 @@ def _parser():
     run.add_argument("--resume", action="store_true", help="continue the run in --out")
     run.add_argument("--overwrite", action="store_true", help="start over in --out")
     p.add_argument("--stop-after", type=int, help="return after this epoch")
+    p.add_argument(
+        "--seconds",
+        type=float,
+        help="a time budget: train this many seconds instead of --epochs",
+    )
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     p.add_argument("--data", help="dataset folder (default: VITLIB_DATA or ./data)")
     p.add_argument(
@@ -411,7 +416,7 @@ def _run(args, argv, parser, settings, device) -> dict:
             f"{dataset}, {world} process(es); {architecture} {preset} {model_changes}"
         )
         print(f"{parameters:,} parameters; training {config}")
-    options = dict(resume=args.resume, stop_after=args.stop_after)
+    options = dict(resume=args.resume, stop_after=args.stop_after, seconds=args.seconds)
     options |= dict(progress=not args.no_progress, loss_fn=loss_fn)
     history = train(model, data, config, args.out, **options)
     run = dict(dataset=dataset, preset=preset, model_changes=model_changes)

@@ -2,7 +2,7 @@
 
 # %% auto #0
 __all__ = ['LOCK', 'NOT_TESTED', 'distributed', 'all_sum', 'precision', 'compiled', 'Diverged', 'first_non_finite', 'train_epoch',
-           'RunRefused', 'run_lock', 'split_sizes', 'train']
+           'Clock', 'ClockCosine', 'RunRefused', 'run_lock', 'split_sizes', 'validation_only', 'train']
 
 # %% ../notebooks/06d_training_for_real.ipynb #c003
 import contextlib
@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 from .checkpoint import HISTORY_KEYS, checkpoints, load_checkpoint
 from .checkpoint import load_train_state, save_checkpoint
 from .data import mix_seed
-from .loop import TrainConfig, batches, classify
+from .loop import TrainConfig, WarmupCosine, batches, classify
 from .loop import evaluate, make_optimizer, train_step
 from .utils import amp_dtype, grad_scaler, hardware
 
@@ -108,11 +108,20 @@ def _check_finite(losses, epoch: int, scheduler, out) -> None:
 
 # %% ../notebooks/06d_training_for_real.ipynb #c025
 def train_epoch(
-    runner, loader, optimizer, scheduler, config, scaler, bar, loss_fn=classify
+    runner,
+    loader,
+    optimizer,
+    scheduler,
+    config,
+    scaler,
+    bar,
+    loss_fn=classify,
+    stop=None,
 ) -> tuple:
     """One pass over `loader`: 6b's train_step on every batch (with `loss_fn`), the
     scheduler after it. Returns each step's loss (steps,) and [loss sum, right answers,
-    examples]; right answers are nan when the loss's outputs are not logits (b, classes)."""
+    examples]; right answers are nan when the loss's outputs are not logits (b, classes).
+    `stop()`, if given, is asked after each step: True ends the epoch there (time is up)."""
     device = loader.images.device
     losses = torch.zeros(len(loader), device=device)
     correct = torch.zeros((), dtype=torch.long, device=device)
@@ -125,8 +134,53 @@ def train_epoch(
         if logits.ndim == 2:  # class scores; chapter 10's pixels are not
             correct += (logits.argmax(1) == hard).sum()
         bar.update(1)
+        if stop is not None and stop():  # a time budget, spent: the epoch ends here
+            losses = losses[: step + 1]
+            break
     b, right = loader.batch_size, correct.item() if logits.ndim == 2 else math.nan
     return losses, [losses.double().sum().item() * b, right, len(losses) * b]
+
+# %% ../notebooks/06d_training_for_real.ipynb #c025l
+class Clock:
+    """Seconds of training: it runs between start() and stop(), so measuring and saving do
+    not count. `up()` once `budget` seconds are spent. On a GPU it waits for the queued work
+    before it reads the time."""
+
+    def __init__(self, budget: float, device=None):
+        self.budget, self.spent, self.device, self._since = budget, 0.0, device, None
+
+    def start(self):
+        self._since = time.perf_counter()
+
+    def stop(self):
+        self.spent, self._since = self(), None
+
+    def __call__(self) -> float:
+        if self._since is None:
+            return self.spent
+        if self.device is not None and self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        return self.spent + time.perf_counter() - self._since
+
+    def up(self) -> bool:
+        return self() >= self.budget
+
+
+class ClockCosine(WarmupCosine):
+    """Page 6b's schedule on a time budget: the warm-up over `warmup` steps, then the cosine
+    on the clock, from the end of warm-up to `seconds`. The clock is kept in a slot, so the
+    state a checkpoint keeps (the object's __dict__) is numbers only."""
+
+    __slots__ = ("clock",)
+
+    def __init__(self, warmup: int, seconds: float, floor: float, clock: Clock):
+        super().__init__(warmup, seconds, floor)
+        self.clock, self.warm_at = clock, None
+
+    def progress(self, step: int) -> float:
+        if self.warm_at is None:  # the first step after the warm-up
+            self.warm_at = self.clock()
+        return (self.clock() - self.warm_at) / max(self.total - self.warm_at, 1e-9)
 
 # %% ../notebooks/06d_training_for_real.ipynb #c025a
 class RunRefused(ValueError):
@@ -221,14 +275,23 @@ def split_sizes(data) -> dict:
     return {s: len(getattr(data, f"{s}_labels")) for s in ("train", "val", "test")}
 
 
-def _prepare(model, data, config, out, resume, stop_after, tested=True) -> tuple:
-    """A run's pieces: this rank's loader, the optimizer and its schedule, the gradient
-    scaler, and the history so far (empty, or read back from out/ when resuming). A run
-    that cannot work is refused here, before anything is trained: a RunRefused."""
+def _prepare(model, data, config, out, resume, stop_after, tested=True, clock=None):
+    """A run's pieces: this rank's loader, the optimizer and its schedule (on the `clock`
+    when there is one), the gradient scaler, and the history so far (empty, or read back
+    from out/ when resuming). A run that cannot work is refused here, before anything is
+    trained: a RunRefused."""
     rank, world = distributed()
-    _check_run(data, config, stop_after, world, tested)
+    _check_run(data, config, stop_after, world, tested, clock)
     loader = batches(data, "train", config.batch_size // world, config, rank, world)
-    optimizer, scheduler = make_optimizer(model.to(data.device), config, len(loader))
+    factor = None
+    if clock is not None:  # the warm-up in steps, then the cosine on the clock
+        warmup, floor = (
+            round(config.warmup_epochs * len(loader)),
+            config.min_lr / config.lr,
+        )
+        factor = ClockCosine(warmup, clock.budget, floor, clock)
+    model = model.to(data.device)
+    optimizer, scheduler = make_optimizer(model, config, len(loader), factor)
     scaler = grad_scaler(data.device)
     history = {k: [] for k in HISTORY_KEYS}
     if resume and out is not None and checkpoints(out):
@@ -238,6 +301,11 @@ def _prepare(model, data, config, out, resume, stop_after, tested=True) -> tuple
             history = load_train_state(info["folder"], *state, splits=split_sizes(data))
         except ValueError as error:  # another config, or no usable checkpoint
             raise RunRefused(str(error), "resume") from None
+        if clock is not None or hasattr(scheduler.lr_lambdas[0], "warm_at"):
+            why = (
+                "a run on a time budget cannot resume (its clock is gone): start afresh"
+            )
+            raise RunRefused(why, "resume")
     return loader, optimizer, scheduler, scaler, history
 
 # %% ../notebooks/06d_training_for_real.ipynb #c027a
@@ -272,18 +340,36 @@ def _measure(model, data, evaluate_fn) -> dict:
     }
 
 
+def validation_only(model, data, split: str) -> dict:
+    """An evaluate_fn for studies: evaluate on the validation split after each epoch, and
+    leave the test split (nan) to be read once, at the end, or never."""
+    return evaluate(model, data, split) if split == "val" else NOT_TESTED
+
+
 def _accuracies(row: dict) -> str:
     """An epoch's accuracies for the progress bar: validation first, when there is one."""
     shown = [s for s in ("val", "test") if not math.isnan(row[f"{s}_accuracy"])]
     return " ".join(f"{s} {row[f'{s}_accuracy']:.2%}" for s in shown)
 
 # %% ../notebooks/06d_training_for_real.ipynb #c027c
-def _check_run(data, config, stop_after, world: int, tested=True) -> None:
+def _check_run(data, config, stop_after, world: int, tested=True, clock=None) -> None:
     """RunRefused for a run without one full epoch: no full batch, no test images (when
-    `tested`), or a stop before the first epoch; and for crops that miss the image."""
+    `tested`), or a stop before the first epoch; for crops that miss the image; and for a
+    time budget that is not a positive number of seconds, or split over processes."""
     if stop_after is not None and not (isinstance(stop_after, int) and stop_after >= 1):
         message = f"stop_after must be 1 or more (or None), got {stop_after!r}"
         raise RunRefused(message, "stop_after")
+    if clock is not None:
+        budget = clock.budget
+        if (
+            isinstance(budget, bool)
+            or not isinstance(budget, (int, float))
+            or budget <= 0
+        ):
+            message = f"seconds must be a number above 0 (or None), got {budget!r}"
+            raise RunRefused(message, "seconds")
+        if world > 1:  # each process would stop after another number of steps
+            raise RunRefused("a time budget needs one process, not torchrun", "seconds")
     batch, n = config.batch_size, len(data.train_images)
     if batch % world:
         message = f"batch_size {batch} must divide by {world} ranks"
@@ -307,24 +393,34 @@ def _check_crop(padding: int, size: tuple) -> None:
         raise RunRefused(f"{why} on the image", "crop_padding")
 
 # %% ../notebooks/06d_training_for_real.ipynb #c028
-def _loop(model, data, config, out, resume, stop_after, progress, hooks) -> dict:
+def _loop(model, data, config, out, resume, stop_after, progress, hooks, seconds):
     """train's loop, run while `out` is held: the pieces, then epoch after epoch, each with
-    its seeds, the validation and test accuracy and a checkpoint. Returns the history."""
+    its seeds, the validation and test accuracy and a checkpoint, until the last epoch or
+    the end of the time budget. Returns the history."""
     device, (rank, world) = data.device, distributed()
     loss_fn, evaluate_fn, after_epoch = hooks
-    pieces = _prepare(model, data, config, out, resume, stop_after, bool(evaluate_fn))
+    clock = None if seconds is None else Clock(seconds, device)
+    tested = bool(evaluate_fn)
+    pieces = _prepare(model, data, config, out, resume, stop_after, tested, clock)
     loader, optimizer, scheduler, scaler, history = pieces
     start, last = len(history["epoch"]), min(config.epochs, stop_after or config.epochs)
+    if clock is not None:  # as many epochs as the time allows
+        last = stop_after or 2**62
     show = progress and rank == 0
     runner = _runner(model, config, device, show)
-    bar = tqdm(total=(last - start) * len(loader), disable=not show, desc="training")
+    steps = None if clock else (last - start) * len(loader)
+    bar = tqdm(total=steps, disable=not show, desc="training")
     for epoch in range(start, last):
         torch.manual_seed(mix_seed(config.seed, epoch, 2, rank))  # dropout, drop path
         loader.set_epoch(epoch)
         model.train()
         begin = time.perf_counter()
+        if clock is not None:
+            clock.start()
         pieces = (runner, loader, optimizer, scheduler, config, scaler, bar, loss_fn)
-        losses, sums = train_epoch(*pieces)
+        losses, sums = train_epoch(*pieces, stop=clock and clock.up)
+        if clock is not None:
+            clock.stop()
         seconds = time.perf_counter() - begin
         _check_finite(losses, epoch, scheduler, out)
         lr = optimizer.param_groups[0]["lr"]
@@ -339,6 +435,8 @@ def _loop(model, data, config, out, resume, stop_after, progress, hooks) -> dict
             dist.barrier()
         if after_epoch is not None:
             after_epoch(epoch + 1, model)
+        if clock is not None and clock.up():
+            break
     bar.close()
     return history
 
@@ -354,6 +452,7 @@ def train(
     loss_fn=classify,
     evaluate_fn=evaluate,
     after_epoch=None,
+    seconds=None,
 ):
     """Page 6b's loop on `data` (an ImageData on the training device) as `config` says, with
     a checkpoint after every epoch in `out`, an exact `resume`, torchrun, mixed precision,
@@ -362,10 +461,12 @@ def train(
     10 pretrains with a third); `evaluate_fn(model, data, split)` measures the validation
     split (if `data` holds one out) and the test split after each epoch (None: nothing
     measured, those numbers are nan); `after_epoch(epoch,
-    model)` runs after each epoch's checkpoint. Returns the history: a list per
+    model)` runs after each epoch's checkpoint. `seconds`: a time budget instead of
+    config.epochs (the cosine ends with the clock; the last epoch may be cut short; one
+    process; no resume). Returns the history: a list per
     HISTORY_KEYS entry, an entry per epoch. A run that cannot start (`out` in use by
     another run, no full batch, ...) gets a RunRefused."""
     hooks = (loss_fn, evaluate_fn, after_epoch)
-    options = (resume, stop_after, progress, hooks)
+    options = (resume, stop_after, progress, hooks, seconds)
     with run_lock(out if distributed()[0] == 0 else None):  # one run at a time in `out`
         return _loop(model, data, config or TrainConfig(), out, *options)
