@@ -10,7 +10,8 @@ Each run trains with the recipe's TrainConfig (AdamW, warm-up of one epoch, labe
 crop and flip) through vitlib.trainer.train with a time budget (seconds=--budget): the
 cosine schedule ends with the clock, so a faster model takes more steps. The validation
 accuracy is read after each epoch and when the time is up (the clock stops while it is
-read). `--test` also scores the test split once, after the last step, for the baseline and
+read). The rows take turns, seed by seed, so that a drift in the machine's speed touches
+every row alike. `--test` also scores the test split once, after the last step, for the baseline and
 the combinations (the final rows). Every run prints one JSON line (`run {...}`)
 that page 11 reads; the table at the end gives each row's mean and range over the seeds.
 """
@@ -91,8 +92,10 @@ def main():
     )
     table = rows(args.only, args.combine)
     results = []
-    for name, fields in table.items():
-        for seed in args.seeds:
+    # the seeds outermost, the rows in turn inside: a machine whose speed drifts during the
+    # run (it does, by a tenth and more) slows every row alike, not the last ones
+    for seed in args.seeds:
+        for name, fields in table.items():
             final = args.test and (name == "baseline" or name.startswith("combined"))
             results.append(run(name, fields, seed, data, budget, final))
             print("run", json.dumps(results[-1]), flush=True)

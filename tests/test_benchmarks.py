@@ -63,20 +63,14 @@ def test_benchmark_runs(script):
         script.stem == "modern_vit"
     ):  # a JSON line per run (page 11 reads them), a table
         runs = [json.loads(line[4:]) for line in lines if line.startswith("run {")]
+        rows = ("baseline", "2D RoPE", "combined: registers + shifted patches")
+        # the rows take turns, seed by seed: a drift in the machine's speed hits each alike
         assert [(r["row"], r["seed"]) for r in runs] == [
-            (row, seed)
-            for row in ("baseline", "2D RoPE", "combined: registers + shifted patches")
-            for seed in (0, 1)
+            (row, seed) for seed in (0, 1) for row in rows
         ]
         assert all(r["seconds"] >= r["budget"] for r in runs)  # trained to the clock
-        assert ["test_accuracy" in r for r in runs] == [
-            True,
-            True,
-            False,
-            False,
-            True,
-            True,
-        ]
+        tested = {r["row"] for r in runs if "test_accuracy" in r}
+        assert tested == {"baseline", "combined: registers + shifted patches"}
         assert lines[-1].startswith("combined: registers + shifted patches")
     elif script.stem == "faithfulness":  # a JSON line per model (page 8d reads them)
         runs = [json.loads(line[4:]) for line in lines if line.startswith("run {")]
@@ -127,3 +121,18 @@ def test_a_cifar_log_says_which_copy_it_read(tmp_path):
         tmp_path / "cifar-10-batches-py"
     ).mkdir()  # the batches come first, as cifar10() reads
     assert tta.cifar_source(tmp_path).startswith("CIFAR-10, the python batches")
+
+
+def test_a_page_finds_a_log_by_its_name():
+    from vitlib.utils import result_log
+
+    log = result_log("modern_vit_cpu.txt")  # in a clone: the repository's folder
+    assert log == ROOT / "benchmarks" / "results" / "modern_vit_cpu.txt"
+    assert log.read_text().startswith("python benchmarks/modern_vit.py")
+    with pytest.raises(
+        FileNotFoundError, match="no nothing.txt in .*benchmarks/results"
+    ):
+        result_log("nothing.txt")
+    # every log a page reads ships with the package (pyproject's vitlib.results)
+    project = (ROOT / "pyproject.toml").read_text()
+    assert '"vitlib.results" = "benchmarks/results"' in project
