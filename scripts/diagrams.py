@@ -856,6 +856,75 @@ def draw_cls_and_positions():
 
 
 @diagram(
+    "ddp-shards",
+    "notebooks/06d_training_for_real.ipynb",
+    "Data-parallel training on two processes. Each epoch, every rank draws the same "
+    "permutation of the training images (its seed is the run's seed and the epoch); rank 0 "
+    "takes positions 0, 2, 4, ... of it and rank 1 positions 1, 3, 5, ..., so each image is "
+    "seen once and every rank has as many. Each rank cuts its share into batches of "
+    "batch_size / 2 and runs the forward and backward pass on its own copy of the model; "
+    "DDP averages the gradients over the ranks (an all-reduce) during the backward pass, so "
+    "every rank's AdamW takes the same step and the copies stay equal.",
+)
+def draw_ddp_shards():
+    fig, ax = canvas(9.6, 4.3)
+    order = [7, 2, 9, 0, 4, 11, 5, 1, 8, 3, 10, 6]
+    kinds = ("patch", "cls")  # rank 0, rank 1
+    s, x0, y0 = 0.5, 1.8, 3.25
+    label(ax, 0.25, y0 + s / 2, "the epoch's\norder", size=10, ha="left")
+    for i, image in enumerate(order):
+        square(ax, x0 + i * (s + 0.06), y0, s, kinds[i % 2], str(image), size=10)
+    label(
+        ax,
+        x0 + 6 * (s + 0.06),
+        y0 + s + 0.22,
+        "one permutation of the images, the same on every rank: seeded by (seed, epoch)",
+        size=10,
+        colour="norm",
+    )
+    columns = {0: 1.2, 1: 5.7}  # each rank's column: its left edge
+    arrow(ax, (3.2, 3.2), (2.5, 2.9), kind="norm")  # every other place to each rank
+    arrow(ax, (6.2, 3.2), (6.9, 2.9), kind="norm")
+    for rank, left in columns.items():
+        kind = kinds[rank]
+        mine = order[rank::2]
+        label(
+            ax,
+            left,
+            2.72,
+            f"rank {rank}: positions {rank}, {rank + 2}, {rank + 4}, ...",
+            size=10,
+            ha="left",
+        )
+        for i, image in enumerate(mine):
+            square(ax, left + i * (s + 0.06), 2.05, s, kind, str(image), size=10)
+        arrow(ax, (left + 1.65, 1.98), (left + 1.65, 1.68))
+        box(
+            ax,
+            left,
+            1.05,
+            3.3,
+            0.6,
+            "its model copy: forward, backward\non batches of batch_size / 2",
+            "attn",
+            size=10,
+        )
+    box(
+        ax,
+        1.2,
+        0.28,
+        7.8,
+        0.5,
+        "DDP averages the gradients over the ranks (all-reduce): the same AdamW step everywhere",
+        "mlp",
+        size=10,
+    )
+    for left in columns.values():
+        arrow(ax, (left + 1.65, 1.02), (left + 1.65, 0.81))
+    return fig
+
+
+@diagram(
     "train-step",
     "notebooks/06b_fashion_mnist.ipynb",
     "One training step as a loop. A batch of images and labels; the forward pass gives the "

@@ -45,6 +45,7 @@ EXEMPT = {  # (page, number as printed): why it needs no output
     ("06a_data", "55 MB"): "arithmetic in the sentence: 70,000 x 784 bytes",
     ("06a_data", "184 MB"): "arithmetic in the sentence: 60,000 x 3,072 bytes",
     ("07_recipes_cifar10", "0.5 points"): "a standard error, from 5,000 images at 82%",
+    ("05b_vit_weights", "350 MB"): "the size of a download, not a result",
     ("08b_attention_maps", "350 MB"): "the size of a download, not a result",
     ("10_pretraining", "350 MB"): "the size of a download, not a result",
     ("10_pretraining", "170 MB"): "the size of a download, not a result",

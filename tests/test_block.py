@@ -14,7 +14,7 @@ from vitlib.block import (
     TransformerBlock,
     TransformerEncoder,
     drop_path,
-    init_weights,
+    init_layers,
 )
 
 
@@ -68,9 +68,9 @@ def test_mlp_shape_width_and_gelu():
     torch.testing.assert_close(mlp(x), expected)
 
 
-def test_init_weights():
+def test_init_layers():
     torch.manual_seed(0)
-    block = TransformerBlock(256, 4).apply(init_weights)
+    block = TransformerBlock(256, 4).apply(init_layers)
     w = block.mlp.fc1.weight  # 262,144 draws
     # timm's rule: trunc_normal_(std=0.02) with its default cut at -2 and 2 (absolute), which
     # never binds; so a plain normal: std 0.02 and 4.55% of the draws beyond two std

@@ -222,7 +222,7 @@ import tempfile
 from vitlib.data import ImageData
 from vitlib.loop import TrainConfig
 from vitlib.checkpoint import load_checkpoint
-from vitlib.train import train
+from vitlib.trainer import train
 images = torch.randint(0, 256, (64, 1, 28, 28), dtype=torch.uint8)
 labels = torch.arange(64) % 10
 data = ImageData("random", tuple("abcdefghij"), images, labels, images, labels, (0.5,), (0.25,))

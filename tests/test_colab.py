@@ -166,6 +166,14 @@ def test_a_chapter_runs_in_colab_from_its_first_cell(colab, page, monkeypatch):
     )
     assert "fashion_sample/train-images-idx3-ubyte.gz" in shown  # the sample ships
     assert not (ROOT / "vitlib").samefile(_imported_vitlib(python, content))
+    # and the logs the pages read: result_log finds them with no repository around
+    find = (
+        "from vitlib.utils import result_log; print(result_log('modern_vit_cpu.txt'))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.check_output([python, "-c", find], text=True, cwd=content, env=env)
+    log = Path(out.strip())
+    assert log.is_file() and not log.resolve().is_relative_to(ROOT), log
 
 
 def _imported_vitlib(python: Path, cwd: Path) -> Path:

@@ -234,7 +234,7 @@ def _writes_to_imported_names(source: str) -> list:
 
 def test_no_module_rewrites_another_modules_registry():
     """Registries are filled through their owner's function (register_model,
-    register_recipes, register_timm_converters), never written by another module."""
+    register_recipes, register_timm_converter), never written by another module."""
     from pathlib import Path
 
     import vitlib
@@ -253,7 +253,8 @@ def test_a_registry_refuses_a_second_entry_under_one_name():
     from dataclasses import replace
 
     from vitlib.loop import RECIPES, register_recipes
-    from vitlib.pretrained import register_timm_converters
+    from vitlib.modern import ModernTimmConverter
+    from vitlib.pretrained import TIMM_CONVERTERS, register_timm_converter
 
     register_recipes({"fashion-cpu": RECIPES["fashion-cpu"]})  # its page run again
     other = replace(RECIPES["fashion-cpu"], note="another recipe")
@@ -263,8 +264,10 @@ def test_a_registry_refuses_a_second_entry_under_one_name():
     with pytest.raises(TypeError, match="must be a Recipe"):
         register_recipes({"new": dict(epochs=1)})
     assert "new" not in RECIPES
+    before = dict(TIMM_CONVERTERS)
     with pytest.raises(ValueError, match="already registered"):
-        register_timm_converters(ModernViT, lambda w, **c: None, lambda m: m)
+        register_timm_converter(ModernTimmConverter())
+    assert TIMM_CONVERTERS == before
 
 
 # --- one ViT, built from parts (page 5a): every later model passes its parts to chapter 5's
@@ -360,7 +363,7 @@ for name in sys.argv[1:]:
 import vitlib
 from vitlib.loop import RECIPES
 from vitlib.model import ARCHITECTURES
-from vitlib.pretrained import FROM_TIMM, TO_TIMM
+from vitlib.pretrained import TIMM_CONVERTERS
 
 def named(f):
     return f.__module__ + "." + f.__qualname__
@@ -369,8 +372,7 @@ print(json.dumps(dict(
     architectures={k: [named(a.model), named(a.config), repr(a.fields)]
                    for k, a in sorted(ARCHITECTURES.items())},
     recipes={k: repr(r) for k, r in sorted(RECIPES.items())},
-    from_timm=[named(f) for f in FROM_TIMM],
-    to_timm={named(k): named(f) for k, f in TO_TIMM.items()},
+    timm=[[named(k), named(type(c))] for k, c in TIMM_CONVERTERS.items()],
 )))
 """
 
@@ -399,7 +401,7 @@ def test_the_registries_do_not_depend_on_the_order_of_imports():
 
     orders = [MODULES[::-1]] + [random.Random(s).sample(MODULES, 12) for s in (1, 2)]
     seen = [_registries(order) for order in orders]
-    assert seen[0]["architectures"] and seen[0]["recipes"] and seen[0]["from_timm"]
+    assert seen[0]["architectures"] and seen[0]["recipes"] and len(seen[0]["timm"]) == 2
     assert all(s == seen[0] for s in seen[1:])
 
 

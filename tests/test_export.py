@@ -72,16 +72,13 @@ def test_each_module_is_written_by_one_notebook():
     shared = {m: sorted(n) for m, n in exports.items() if len(n) > 1}
     assert not shared, f"modules exported by several notebooks: {shared}"
     # a page exports one module (a second one means a split, as 5a and 5b); appendix B
-    # writes the checks' core and one module of checks for each page; page 6d writes the
-    # library's training run and, apart, the command line that only `python -m` runs
+    # writes the checks' core and one module of checks for each page
     per_notebook = {}
     for module, notebooks in exports.items():
         per_notebook.setdefault(notebooks.pop(), []).append(module)
     for notebook, modules in per_notebook.items():
         if notebook == "appendix_b_checks.ipynb":
             assert all(m.startswith("checks.") for m in modules) and len(modules) > 10
-        elif notebook == "06d_training_for_real.ipynb":
-            assert sorted(modules) == ["train", "trainer"], modules
         else:
             assert len(modules) == 1, f"{notebook} exports {modules}: split the page"
 
@@ -145,7 +142,9 @@ def _page_of_each_module() -> dict:
     return pages
 
 
-APPENDICES = {"utils", "checks"}  # tools every page may use; the checks use every page
+# tools every page may use: helpers, the command line (page 7 runs its ablations through
+# it), and the checks, which use every page
+APPENDICES = {"utils", "train", "checks"}
 
 
 def test_no_module_imports_a_module_of_a_later_page():

@@ -11,7 +11,7 @@ from transformers import ViTForImageClassification, ViTModel
 from transformers.utils import logging as hf_logging
 
 from vitlib.block import TransformerBlock
-from vitlib.model import ViT
+from vitlib.model import ViT, ViTConfig
 from vitlib.pretrained import (
     from_hf,
     from_timm,
@@ -336,3 +336,21 @@ def test_a_block_for_the_first_rows_computes_what_the_whole_block_does_there(
     out = prefix_block(block, x, rows)
     assert out.shape == (3, rows, 32)
     close(out, block(x)[:, :rows])
+
+
+def test_a_model_converts_through_its_class_or_its_nearest_registered_parent():
+    from vitlib.cnn import ResNet, ResNetConfig
+    from vitlib.modern import ModernTimmConverter, ModernViT
+    from vitlib.pretrained import FastViT, TimmConverter, converter_for
+
+    small = dict(img_size=28, patch_size=7, in_channels=1, dim=64, depth=1, heads=4)
+    x = torch.randn(2, 1, 28, 28)
+    fast = shake(FastViT(ViTConfig(**small, mlp_dim=128, num_classes=10)))
+    assert type(converter_for(fast)) is TimmConverter  # a ViT subclass: the ViT's
+    assert type(converter_for(ModernViT(qk_norm=True, **small))) is ModernTimmConverter
+    close(to_timm(fast).eval()(x), fast(x))
+    with pytest.raises(ValueError, match="timm has no counterpart for a ResNet"):
+        to_timm(ResNet(ResNetConfig()))
+    # the ViT's MLP need not be a multiple of its width: timm gets mlp_dim exactly
+    odd = shake(ViT(ViTConfig(**small, mlp_dim=86, num_classes=10)))
+    close(to_timm(odd).eval()(x), odd(x))

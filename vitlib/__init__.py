@@ -6,11 +6,10 @@ edit the notebook, never the module.
 Importing the package imports every chapter's library module, so that page 5a's model
 registry (`vitlib.model.ARCHITECTURES`), page 6b's recipes and page 5b's timm converters hold
 every entry they will ever hold, whatever is imported first. Three modules are imported on
-demand, not here: the command line `vitlib.train` (page 6d; `python -m vitlib.train` would
-warn that the module was imported twice if the package imported it), `vitlib.ablations`
+demand, not here: the command line `vitlib.train` (appendix C; `python -m vitlib.train`
+would warn that the module was imported twice if the package imported it), `vitlib.ablations`
 (page 7's runner of command lines, which imports it) and `vitlib.checks` (appendix B). The
-library never imports the command line: page 6d's training run is `vitlib.trainer.train`
-(`from vitlib.train import train` finds the same function).
+library never imports the command line: page 6d's training run is `vitlib.trainer.train`.
 """
 
 __version__ = "0.1.0"

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from .block import init_weights
+from .block import init_layers
 from .loop import Recipe, TrainConfig, register_recipes, unwrapped
 from .model import ViT, ViTConfig, check_config, check_field_types
 from .model import register_model
@@ -195,7 +195,7 @@ class HelpedViT(ViT):
         super().__init__(c, embed_layer=embed, prefix=prefix)  # chapter 5's ViT
         if c.distilled:
             self.head_dist = nn.Linear(c.dim, c.num_classes)
-            init_weights(self.head_dist)
+            init_layers(self.head_dist)
 
     def logits_per_head(self, tokens: torch.Tensor) -> torch.Tensor:
         """(b, 2, classes) from forward_features' tokens: the class head's logits, then the

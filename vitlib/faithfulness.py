@@ -12,7 +12,7 @@ import torch
 from torch import Tensor
 
 from .attention import recorded_attention
-from .block import init_weights as init_layers
+from .block import init_layers
 from .patches import pair
 from .rollout import attention_rollout, cls_map
 
@@ -249,7 +249,7 @@ def cascade(model) -> list:
 @torch.no_grad()
 def randomise_top(model, parts: int, seed: int = 0):
     """A copy of `model` with its top `parts` of `cascade(model)` re-initialised at random
-    (timm's initialisation, vitlib.block.init_weights, drawn from `seed`)."""
+    (timm's initialisation, vitlib.block.init_layers, drawn from `seed`)."""
     copy_ = copy.deepcopy(model)
     with torch.random.fork_rng(devices=[]):  # the caller's random state stays as it was
         torch.manual_seed(seed)

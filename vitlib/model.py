@@ -15,7 +15,7 @@ from torch import nn
 
 from .attention import check_heads
 from .block import TransformerBlock, TransformerEncoder
-from .block import init_weights as init_layers
+from .block import init_layers
 from .patches import PatchEmbed, check_image_size, pair
 from .positions import learned_pos_embed, pool, prepend_cls
 from .positions import resample_pos_embed, sincos_2d
@@ -278,11 +278,11 @@ def no_weight_decay(self) -> set:
 @add_to_class(ViT)
 @torch.no_grad()
 def init_weights(self):
-    """timm's initialisation (chapter 5 gives the reasons): vitlib.block.init_weights for the
+    """timm's initialisation (chapter 5 gives the reasons): vitlib.block.init_layers for the
     Linear and LayerNorm layers, learned positions trunc_normal_ with std 0.02, the class
     token (and any prefix token) normal with std 1e-6, the patch convolution PyTorch's
     default."""
-    self.apply(init_layers)  # vitlib.block.init_weights
+    self.apply(init_layers)  # vitlib.block.init_layers
     if isinstance(self.pos_embed, nn.Parameter):
         nn.init.trunc_normal_(self.pos_embed, std=0.02)
     for name in self.prefix_names:

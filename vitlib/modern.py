@@ -3,8 +3,7 @@
 # %% auto #0
 __all__ = ['CHOICES', 'CHANGES', 'MARKS', 'ModernAttention', 'LayerScale', 'SwiGLU', 'ModernBlock', 'AttentionPool', 'rope_2d',
            'apply_rope', 'shifted_copies', 'ShiftedPatchEmbed', 'ModernViTConfig', 'check_modern_config', 'ModernViT',
-           'is_modern_timm', 'timm_to_modern_state_dict', 'infer_modern_config', 'modern_from_timm',
-           'modern_to_timm_state_dict', 'modern_to_timm']
+           'is_modern_timm', 'unpack_swiglu', 'pack_swiglu', 'infer_modern_config', 'ModernTimmConverter']
 
 # %% ../notebooks/11_modern_vit.ipynb #m003
 from dataclasses import dataclass, fields, replace
@@ -22,7 +21,7 @@ from .model import ViT, ViTConfig, check_field_types, position_table
 from .model import register_model
 from .patches import PatchEmbed, check_images, pair, patchify
 from .positions import patch_grid
-from .pretrained import load_weights, register_timm_converters, to_timm_state_dict
+from .pretrained import TimmConverter, register_timm_converter
 from .utils import add_to_class
 
 # %% ../notebooks/11_modern_vit.ipynb #m020
@@ -375,6 +374,36 @@ CHANGES = {
     "shifted patches": dict(tokenizer="shifted"),
 }
 
+# %% ../notebooks/11_modern_vit.ipynb #m140
+register_recipes(
+    {  # this chapter's: a plain ViT (no convolution) for two CPU cores, and one GPU
+        "fashion-cpu-modern": Recipe(
+            "fashion-mnist",
+            "fashion",
+            dict(patch_size=7, dim=64, depth=4, heads=4, mlp_dim=86)
+            | dict(qk_norm=True, mlp="swiglu", tokenizer="shifted"),
+            TrainConfig(epochs=18, batch_size=256, lr=2e-3, crop_padding=1, flip=True),
+            "chapter 6's CPU ViT with this chapter's winners; measured in "
+            "benchmarks/results/time_to_accuracy_modern_cpu.txt: seeds 0-2 on a 2-thread "
+            "AMD EPYC, test 89.50-89.76%, validation 89.94-90.22%, 295.1-324.9 s of "
+            "training, 90% never reached",
+            architecture="vit-modern",
+        ),
+        "fashion-gpu-modern": Recipe(
+            "fashion-mnist",
+            "fashion",
+            RECIPES["fashion-gpu"].model
+            | dict(mlp_dim=512, qk_norm=True, mlp="swiglu", tokenizer="shifted"),
+            RECIPES["fashion-gpu"].train,
+            "fashion-gpu with the same changes (SwiGLU at equal parameters); measured in "
+            "benchmarks/results/time_to_accuracy_modern_cuda.txt: seeds 0-2 on an NVIDIA "
+            "H200, test 93.51-93.96%, validation 93.44-93.90%, 83.5-99.0 s of training "
+            "(compiling included), 93% reached by 3 of 3 seeds, after 39.5-63.3 s",
+            architecture="vit-modern",
+        ),
+    }
+)
+
 # %% ../notebooks/11_modern_vit.ipynb #m110
 MARKS = ("reg_token", "attn_pool.latent", ".ls1.gamma", ".attn.q_norm.", ".mlp.fc1_g.")
 
@@ -395,13 +424,10 @@ def is_modern_timm(state_dict: dict, model=None) -> bool:
     return bool(getattr(model, "no_embed_class", False))
 
 
-def timm_to_modern_state_dict(state_dict: dict) -> dict:
-    """timm's weights in this chapter's layout: fc_norm is `norm`; a packed SwiGLU's fc1 is
-    split into fc1_g (the gate: its first half, as timm's SwiGLUPacked reads it) and fc1_x."""
+def unpack_swiglu(state_dict: dict) -> dict:
+    """timm's packed SwiGLU in this chapter's layout: each fc1 split into fc1_g (the gate: its
+    first half, as timm's SwiGLUPacked reads it) and fc1_x. Other weights pass unchanged."""
     state_dict = dict(state_dict)
-    for name in ("weight", "bias"):
-        if f"fc_norm.{name}" in state_dict:
-            state_dict[f"norm.{name}"] = state_dict.pop(f"fc_norm.{name}")
     if _packed(state_dict):
         for key in [
             k for k in state_dict if k.startswith("blocks.") and ".mlp.fc1." in k
@@ -409,6 +435,17 @@ def timm_to_modern_state_dict(state_dict: dict) -> dict:
             gate, value = state_dict.pop(key).chunk(2, dim=0)
             state_dict[key.replace(".fc1.", ".fc1_g.")] = gate
             state_dict[key.replace(".fc1.", ".fc1_x.")] = value
+    return state_dict
+
+
+def pack_swiglu(state_dict: dict) -> dict:
+    """The inverse of unpack_swiglu: fc1_g and fc1_x joined into one fc1, the gate first."""
+    state_dict = dict(state_dict)
+    for key in [k for k in state_dict if ".mlp.fc1_g." in k]:
+        value = state_dict.pop(key.replace(".fc1_g.", ".fc1_x."))
+        state_dict[key.replace(".fc1_g.", ".fc1.")] = torch.cat(
+            [state_dict.pop(key), value]
+        )
     return state_dict
 
 # %% ../notebooks/11_modern_vit.ipynb #m111
@@ -495,120 +532,70 @@ def infer_modern_config(state_dict: dict, **known) -> ModernViTConfig:
         f["img_size"] = h * ph if ph == pw else (h * ph, w * pw)
     return ModernViTConfig(**f)
 
-# %% ../notebooks/11_modern_vit.ipynb #m113
-def modern_from_timm(model_or_state_dict, **changes):
-    """vitlib.from_timm for timm ViTs with this chapter's options (registers, no class token,
-    patch-only positions, QK-norm, LayerScale, SwiGLU packed or not, average or attention
-    pooling); None for weights chapter 5's ViT takes."""
-    model = model_or_state_dict if isinstance(model_or_state_dict, nn.Module) else None
-    weights = model.state_dict() if model is not None else dict(model_or_state_dict)
-    if not is_modern_timm(weights, model):
-        return None
-    known = _modern_hints(model) if model is not None else {}
-    if model is None and "fc_norm.weight" in weights:
-        known["pool"] = "mean"
-    state_dict = timm_to_modern_state_dict(weights)
-    changes = dict(changes)
-    new_size = changes.pop("img_size", None)
-    config = infer_modern_config(state_dict, **{**known, **changes})
-    built = load_weights(ModernViT(config), state_dict, "the timm weights")
-    if new_size is not None and new_size != config.img_size:
-        built.resize(new_size)  # bicubic and antialiased, as timm resamples
-    return built
-
 # %% ../notebooks/11_modern_vit.ipynb #m114
+def _packs(c) -> bool:
+    """Whether timm holds this configuration's SwiGLU packed: with attention pooling whose
+    MLP is twice the blocks' width, timm's SwiGLUPacked."""
+    return c.mlp == "swiglu" and c.pool == "map" and c.pool_mlp_dim == 2 * c.mlp_dim
+
+
 def _timm_layers(c) -> dict:
     """The arguments of timm's VisionTransformer that say which MLP a ModernViT has."""
     import timm
 
-    packed = c.mlp == "swiglu" and c.pool == "map" and c.pool_mlp_dim == 2 * c.mlp_dim
-    if c.pool == "map" and c.pool_mlp_dim not in (0, c.mlp_dim) and not packed:
+    if c.pool == "map" and c.pool_mlp_dim not in (0, c.mlp_dim) and not _packs(c):
         raise ValueError(
             f"timm's attention pool has the blocks' MLP width: {c.pool_mlp_dim}"
         )
-    hidden = 2 * c.mlp_dim if packed else c.mlp_dim
-    swiglu = timm.layers.SwiGLUPacked if packed else timm.layers.SwiGLU
+    hidden = 2 * c.mlp_dim if _packs(c) else c.mlp_dim
+    swiglu = timm.layers.SwiGLUPacked if _packs(c) else timm.layers.SwiGLU
     return dict(
         mlp_ratio=(hidden + 0.5) / c.dim,  # int(dim * ratio) is exactly `hidden`
         mlp_layer=swiglu if c.mlp == "swiglu" else timm.layers.Mlp,
         act_layer=nn.SiLU if c.mlp == "swiglu" else nn.GELU,
     )
 
+# %% ../notebooks/11_modern_vit.ipynb #m113
+class ModernTimmConverter(TimmConverter):
+    """Page 5b's converter for a ModernViT: registers, no class token, patch-only positions,
+    QK-norm, LayerScale, SwiGLU packed or not, average or attention pooling. Only what
+    differs from chapter 5's ViT is written here."""
 
-def modern_to_timm_state_dict(model) -> dict:
-    """A ModernViT's weights in timm's layout (the inverse of timm_to_modern_state_dict)."""
-    c, state_dict = model.config, to_timm_state_dict(model)  # page 5b: fc_norm, if mean
-    if c.mlp == "swiglu" and c.pool == "map" and c.pool_mlp_dim == 2 * c.mlp_dim:
-        for key in [k for k in state_dict if ".mlp.fc1_g." in k]:
-            value = state_dict.pop(key.replace(".fc1_g.", ".fc1_x."))
-            state_dict[key.replace(".fc1_g.", ".fc1.")] = torch.cat(
-                [state_dict.pop(key), value]
+    model = ModernViT
+
+    def accepts(self, weights: dict, timm_model=None) -> bool:
+        return is_modern_timm(weights, timm_model)
+
+    def hints(self, timm_model) -> dict:
+        return _modern_hints(timm_model)
+
+    def from_timm_state_dict(self, weights: dict) -> dict:
+        return unpack_swiglu(super().from_timm_state_dict(weights))
+
+    def config(self, state_dict: dict, **known) -> ModernViTConfig:
+        return infer_modern_config(state_dict, **known)
+
+    def to_timm_state_dict(self, model) -> dict:
+        state_dict = super().to_timm_state_dict(model)  # fc_norm, if mean pooling
+        return pack_swiglu(state_dict) if _packs(model.config) else state_dict
+
+    def timm_arguments(self, config) -> dict:
+        c = config
+        if c.pos == "rope" or c.tokenizer == "shifted":
+            raise ValueError(
+                "timm's VisionTransformer has no rotary positions nor shifted patches"
             )
-    return state_dict
-
-# %% ../notebooks/11_modern_vit.ipynb #m115
-def modern_to_timm(model):
-    """vitlib.to_timm for a ModernViT: a timm VisionTransformer with its options and weights.
-    timm's VisionTransformer has no rotary positions and no shifted patches: refused."""
-    import timm  # optional: only this function needs it
-
-    c = model.config
-    if c.pos == "rope" or c.tokenizer == "shifted":
-        raise ValueError(
-            "timm's VisionTransformer has no rotary positions nor shifted patches"
+        return super().timm_arguments(c) | dict(
+            global_pool={"cls": "token", "mean": "avg"}.get(c.pool, c.pool),
+            qk_norm=c.qk_norm,
+            init_values=c.layer_scale or None,
+            class_token=c.class_token,
+            reg_tokens=c.registers,
+            no_embed_class=not c.pos_prefix,
+            pos_embed="none" if c.pos == "none" else "learn",
+            **_timm_layers(c),
         )
-    reference = timm.models.VisionTransformer(
-        img_size=c.img_size,
-        patch_size=c.patch_size,
-        in_chans=c.in_channels,
-        num_classes=c.num_classes,
-        embed_dim=c.dim,
-        depth=c.depth,
-        num_heads=c.heads,
-        global_pool={"cls": "token", "mean": "avg"}.get(c.pool, c.pool),
-        qkv_bias=c.qkv_bias,
-        qk_norm=c.qk_norm,
-        init_values=c.layer_scale or None,
-        class_token=c.class_token,
-        reg_tokens=c.registers,
-        no_embed_class=not c.pos_prefix,
-        pos_embed="none" if c.pos == "none" else "learn",
-        norm_layer=partial(nn.LayerNorm, eps=c.norm_eps),
-        **_timm_layers(c),
-    )
-    reference.load_state_dict(modern_to_timm_state_dict(model))
-    return reference.to(model.patch_embed.proj.weight.device).train(model.training)
 
 
-# page 5b's from_timm asks this chapter first; its to_timm hands ModernViTs here
-register_timm_converters(ModernViT, modern_from_timm, modern_to_timm)
-
-# %% ../notebooks/11_modern_vit.ipynb #m140
-register_recipes(
-    {  # this chapter's: a plain ViT (no convolution) for two CPU cores, and one GPU
-        "fashion-cpu-modern": Recipe(
-            "fashion-mnist",
-            "fashion",
-            dict(patch_size=7, dim=64, depth=4, heads=4, mlp_dim=86)
-            | dict(qk_norm=True, mlp="swiglu", tokenizer="shifted"),
-            TrainConfig(epochs=18, batch_size=256, lr=2e-3, crop_padding=1, flip=True),
-            "chapter 6's CPU ViT with this chapter's winners; measured in "
-            "benchmarks/results/time_to_accuracy_modern_cpu.txt: seeds 0-2 on a 2-thread "
-            "AMD EPYC, test 89.50-89.76%, validation 89.94-90.22%, 295.1-324.9 s of "
-            "training, 90% never reached",
-            architecture="vit-modern",
-        ),
-        "fashion-gpu-modern": Recipe(
-            "fashion-mnist",
-            "fashion",
-            RECIPES["fashion-gpu"].model
-            | dict(mlp_dim=512, qk_norm=True, mlp="swiglu", tokenizer="shifted"),
-            RECIPES["fashion-gpu"].train,
-            "fashion-gpu with the same changes (SwiGLU at equal parameters); measured in "
-            "benchmarks/results/time_to_accuracy_modern_cuda.txt: seeds 0-2 on an NVIDIA "
-            "H200, test 93.51-93.96%, validation 93.44-93.90%, 83.5-99.0 s of training "
-            "(compiling included), 93% reached by 3 of 3 seeds, after 39.5-63.3 s",
-            architecture="vit-modern",
-        ),
-    }
-)
+# page 5b's from_timm asks it first; to_timm finds it by the model's class
+register_timm_converter(ModernTimmConverter())

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .block import init_weights
+from .block import init_layers
 from .checkpoint import load_checkpoint
 from .data import ImageData
 from .loop import TrainConfig, evaluate, evaluating, unwrapped
@@ -104,7 +104,7 @@ class MaskedViT(ViT):
         nn.init.normal_(self.mask_token, std=0.02)
         ph, pw = pair(c.patch_size)
         self.decoder = nn.Linear(c.dim, c.in_channels * ph * pw)  # one layer, as SimMIM
-        init_weights(self.decoder)
+        init_layers(self.decoder)
 
     def forward_masked(self, images: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Predicted normalised pixels (b, n, c*p*p) of every patch; mask (b, n) is True

@@ -10,38 +10,36 @@ from . import call, case_generator, describe, randint, verdict
 
 
 def check_fixed_shard(fn) -> bool:
-    """Exercise 6d.1: `fn(n, seed, epoch, rank, world_size)` is the exercise's sharding with
-    its bug fixed: rank's share of one epoch's shuffle of range(n), n // world_size indices,
-    no index in two ranks' shares, the same when called again, another in the next epoch."""
-    title = "Exercise 6d.1, one shuffle for all ranks"
+    """Exercise 6d.1: `fn(n, seed, epoch, rank, world_size)` is rank's share of one epoch's
+    shuffle of range(n), padded as DistributedSampler pads: ceil(n / world_size) indices,
+    every index in some share and only the padding twice, the same when called again,
+    another in the next epoch."""
+    title = "Exercise 6d.1, padding only what is needed"
     g = case_generator()
-    cases = [(12, 0, 4)]  # (n, seed, world_size)
-    for _ in range(2):
+    cases = [(12, 0, 4), (14, 0, 4)]  # (n, seed, world_size): one divides, one does not
+    for extra in (0, 1):
         world = randint(g, 2, 8)
-        cases.append(
-            (
-                world * randint(g, 3, 40) + randint(g, 0, world - 1),
-                randint(g, 0, 999),
-                world,
-            )
-        )
+        n = world * randint(g, 3, 40) + extra * randint(g, 1, world - 1)
+        cases.append((n, randint(g, 0, 999), world))
     for n, seed, world in cases:
         case = f"{title} (n={n}, seed={seed}, world_size={world})"
+        per_rank = -(-n // world)
         shards = [call(fn, n, seed, 0, rank, world) for rank in range(world)]
         for rank, shard in enumerate(shards):
-            if not isinstance(shard, torch.Tensor) or tuple(shard.shape) != (
-                n // world,
-            ):
-                expected = f"for rank {rank}, a tensor of shape ({n // world},)"
-                return verdict(case, False, expected, describe(shard))
+            if not isinstance(shard, torch.Tensor) or tuple(shard.shape) != (per_rank,):
+                expected = f"for rank {rank}, a tensor of shape ({per_rank},)"
+                hint = (
+                    "each rank gets n / world_size rounded up: pad only what is missing"
+                )
+                return verdict(case, False, expected, describe(shard), hint)
         together = torch.cat(shards).long()
-        different = len(together.unique())
-        if different != len(together) or together.min() < 0 or together.max() >= n:
+        if set(together.tolist()) != set(range(n)):
+            left_out = len(set(range(n)) - set(together.tolist()))
             return verdict(
                 case,
                 False,
-                f"{len(together)} different images in the shards together",
-                f"{different} different: some images in two shards, others in none",
+                f"every one of the {n} images in some shard",
+                f"{left_out} left out (or indices outside 0 .. {n - 1})",
                 "shuffle with the same seed on every rank (seed and epoch, not the rank)",
             )
         again, later = call(fn, n, seed, 0, 0, world), call(fn, n, seed, 1, 0, world)
