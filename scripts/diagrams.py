@@ -856,6 +856,62 @@ def draw_cls_and_positions():
 
 
 @diagram(
+    "checkpoint-life",
+    "notebooks/06c_checkpoints.ipynb",
+    "One save, in four moments of the run's folder out/. Before: the checkpoint of epoch 6, "
+    "a folder holding model.safetensors and train_state.safetensors. Writing: epoch 7 goes "
+    "into a folder epoch-0007.partial beside it; a crash now leaves epoch 6 whole, and the "
+    "next save deletes the partial folder. The rename: epoch-0007.partial becomes "
+    "epoch-0007 in one atomic step. Retiring: epoch 6 is renamed epoch-0006.old, then "
+    "deleted. At every moment out/ holds one complete checkpoint, which load_checkpoint(out) "
+    "reads.",
+)
+def draw_checkpoint_life():
+    fig, ax = canvas(9.6, 3.6)
+    steps = [
+        ("before", [("epoch-0006/", "patch", True)], "out/ holds epoch 6"),
+        (
+            "1. write",
+            [("epoch-0006/", "patch", True), ("epoch-0007.partial/", "norm", True)],
+            "a crash here: epoch 6 is whole;\nthe next save deletes .partial",
+        ),
+        (
+            "2. rename (atomic)",
+            [("epoch-0006/", "patch", True), ("epoch-0007/", "mlp", True)],
+            "one step: epoch-0007 is there\nwhole, or not at all",
+        ),
+        (
+            "3. retire the old one",
+            [("epoch-0006.old/", "norm", False), ("epoch-0007/", "mlp", True)],
+            "renamed .old, then deleted:\nno longer a checkpoint",
+        ),
+    ]
+    width, gap, left = 2.1, 0.22, 0.3
+    for i, (title, folders, note) in enumerate(steps):
+        x = left + i * (width + gap)
+        label(ax, x + width / 2, 3.25, title, size=10.5, fontweight="bold")
+        box(ax, x, 0.95, width, 2.05, "", "norm", fill=COLOURS["card"])
+        label(ax, x + 0.12, 2.82, "out/", size=10, ha="left")
+        for j, (name, kind, whole) in enumerate(folders):
+            y = 2.05 - j * 0.95
+            box(ax, x + 0.12, y, width - 0.24, 0.62, "", kind)
+            label(ax, x + 0.22, y + 0.45, name, size=9.5, ha="left")
+            files = "model, train_state" if whole else "(being deleted)"
+            label(ax, x + 0.22, y + 0.17, files, size=9, colour="norm", ha="left")
+        label(ax, x + width / 2, 0.6, note, size=9, colour="norm")
+        if i:
+            arrow(ax, (x - gap + 0.02, 2.0), (x - 0.02, 2.0))
+    label(
+        ax,
+        4.8,
+        0.2,
+        "at every moment out/ holds one complete checkpoint: load_checkpoint(out) reads it",
+        size=9.5,
+    )
+    return fig
+
+
+@diagram(
     "ddp-shards",
     "notebooks/06d_training_for_real.ipynb",
     "Data-parallel training on two processes. Each epoch, every rank draws the same "

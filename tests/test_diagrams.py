@@ -26,6 +26,7 @@ EXPECTED = {
     "notebooks/04_block.ipynb": {"pre-post-ln"},
     "notebooks/05a_vit.ipynb": {"vit"},
     "notebooks/06b_fashion_mnist.ipynb": {"train-step"},
+    "notebooks/06c_checkpoints.ipynb": {"checkpoint-life"},
     "notebooks/06d_training_for_real.ipynb": {"ddp-shards"},
     "notebooks/08b_attention_maps.ipynb": {"rollout"},
     "notebooks/08d_faithfulness.ipynb": {"deletion-curve"},
