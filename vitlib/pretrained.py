@@ -84,58 +84,38 @@ def infer_config(state_dict: dict, **known):
     return ViTConfig(**{**fields, **known})
 
 
-def _build(state_dict, known, changes, antialias, source, converter=None):
-    """A vitlib model with `state_dict` (vitlib's layout) loaded: chapter 5's ViT, or the
-    model of a timm `converter` (below); img_size in `changes` resamples."""
-    changes = dict(changes)
-    new_size = changes.pop("img_size", None)
-    config_of, model_class = (
-        (converter.config, converter.model) if converter else (infer_config, ViT)
-    )
-    config = config_of(state_dict, **{**known, **changes})
-    model = load_weights(model_class(config), state_dict, source)
-    if new_size is not None and new_size != config.img_size:
-        model.resize(new_size, antialias=antialias)
-    return model
+def _renamed(state_dict: dict, old: str, new: str) -> dict:
+    """A copy of `state_dict` whose old.weight and old.bias are called new.weight and
+    new.bias: timm calls the final norm fc_norm when it pools by the mean."""
+    names = {f"{old}.weight": f"{new}.weight", f"{old}.bias": f"{new}.bias"}
+    return {names.get(key, key): value for key, value in state_dict.items()}
 
 # %% ../notebooks/05b_vit_weights.ipynb #c011
 class TimmConverter:
-    """How one vitlib model class and timm's VisionTransformer map onto each other: here,
-    chapter 5's ViT. A later chapter subclasses it for its own model, overriding only what
-    differs, and registers it with register_timm_converter; from_timm and to_timm are the
-    same few lines for every model."""
+    """How a vitlib model class and timm's VisionTransformer map onto each other: here,
+    chapter 5's ViT. A later chapter subclasses it, overriding only what differs."""
 
     model = ViT
 
     def accepts(self, weights: dict, timm_model=None) -> bool:
-        """Whether these timm weights (and the timm model, if given) are this class's."""
-        return (
-            True  # chapter 5's ViT takes the rest; _timm_hints refuses what it cannot
-        )
+        """Whether these timm weights (and model) are this class's: chapter 5's ViT takes
+        what later chapters' converters leave (_timm_hints refuses what it cannot)."""
+        return True
 
-    def hints(self, timm_model) -> dict:
-        """The fields a timm model knows beyond its weights' shapes."""
+    def hints(self, timm_model) -> dict:  # what a timm model knows beyond the shapes
         return _timm_hints(timm_model)
 
     def from_timm_state_dict(self, weights: dict) -> dict:
-        """timm's weights in this class's layout: timm's mean pooling calls the norm fc_norm."""
-        state_dict = dict(weights)
-        for name in ("weight", "bias"):
-            if f"fc_norm.{name}" in state_dict:
-                state_dict[f"norm.{name}"] = state_dict.pop(f"fc_norm.{name}")
-        return state_dict
+        """timm's weights in this class's layout."""
+        return _renamed(weights, "fc_norm", "norm")
 
-    def config(self, state_dict: dict, **known):
-        """The configuration read off weights in this class's layout; `known` fields win."""
+    def config(self, state_dict: dict, **known):  # read off weights in our layout
         return infer_config(state_dict, **known)
 
     def to_timm_state_dict(self, model) -> dict:
         """The model's weights in timm's layout (tensors shared with the model)."""
-        state_dict = dict(model.state_dict())
-        if model.config.pool == "mean":
-            for name in ("weight", "bias"):
-                state_dict[f"fc_norm.{name}"] = state_dict.pop(f"norm.{name}")
-        return state_dict
+        final_norm = "fc_norm" if model.config.pool == "mean" else "norm"
+        return _renamed(model.state_dict(), "norm", final_norm)
 
     def timm_arguments(self, config) -> dict:
         """timm's VisionTransformer(**arguments) for this configuration."""
@@ -154,7 +134,7 @@ class TimmConverter:
             norm_layer=partial(nn.LayerNorm, eps=c.norm_eps),
         )
 
-
+# %% ../notebooks/05b_vit_weights.ipynb #c011r
 TIMM_CONVERTERS = {ViT: TimmConverter()}  # one per class; chapter 11 adds its own
 
 
@@ -175,6 +155,18 @@ def converter_for(model) -> TimmConverter:
     raise ValueError(f"timm has no counterpart for a {type(model).__name__}")
 
 # %% ../notebooks/05b_vit_weights.ipynb #c011f
+def _build(state_dict, known, changes, antialias, source, converter):
+    """A model of `converter`'s class with `state_dict` (in its layout) loaded, its
+    configuration read off the weights; img_size in `changes` resamples."""
+    changes = dict(changes)
+    new_size = changes.pop("img_size", None)
+    config = converter.config(state_dict, **{**known, **changes})
+    model = load_weights(converter.model(config), state_dict, source)
+    if new_size is not None and new_size != config.img_size:
+        model.resize(new_size, antialias=antialias)
+    return model
+
+
 def from_timm(model_or_state_dict, **changes):
     """A vitlib model with the weights of a timm VisionTransformer (a model or its state
     dict): chapter 5's ViT, or a later chapter's model when its converter accepts them.
@@ -293,9 +285,8 @@ def from_hf(model_or_state_dict, **changes):
         known = _hf_hints(model_or_state_dict)
         model_or_state_dict = model_or_state_dict.state_dict()
     state_dict = hf_to_vitlib_state_dict(model_or_state_dict)
-    return _build(
-        state_dict, known, changes, antialias=False, source="the Hugging Face weights"
-    )
+    source, vit = "the Hugging Face weights", TIMM_CONVERTERS[ViT]  # chapter 5's ViT
+    return _build(state_dict, known, changes, False, source, vit)
 
 
 def _hf_hints(model: nn.Module) -> dict:

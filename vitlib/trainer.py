@@ -116,43 +116,47 @@ def train_epoch(
     scaler,
     bar,
     loss_fn=classify,
-    stop=None,
+    clock=None,
 ) -> tuple:
     """One pass over `loader`: 6b's train_step on every batch (with `loss_fn`), the
     scheduler after it. Returns each step's loss (steps,) and [loss sum, right answers,
     examples]; right answers are nan when the loss's outputs are not logits (b, classes).
-    `stop()`, if given, is asked after each step: True ends the epoch there (time is up)."""
+    A `clock` (a time budget) runs during the steps, and the epoch ends when it is up."""
     device = loader.images.device
     losses = torch.zeros(len(loader), device=device)
     correct = torch.zeros((), dtype=torch.long, device=device)
-    for step, (images, labels) in enumerate(loader):
-        step_args = (optimizer, config, scaler, loss_fn)
-        loss, logits = train_step(runner, images, labels, *step_args)
-        scheduler.step()
-        hard = labels.argmax(1) if labels.ndim == 2 else labels  # MixUp: soft labels
-        losses[step] = loss
-        if logits.ndim == 2:  # class scores; chapter 10's pixels are not
-            correct += (logits.argmax(1) == hard).sum()
-        bar.update(1)
-        if stop is not None and stop():  # a time budget, spent: the epoch ends here
-            losses = losses[: step + 1]
-            break
+    with clock or contextlib.nullcontext():
+        for step, (images, labels) in enumerate(loader):
+            step_args = (optimizer, config, scaler, loss_fn)
+            loss, logits = train_step(runner, images, labels, *step_args)
+            scheduler.step()
+            hard = (
+                labels.argmax(1) if labels.ndim == 2 else labels
+            )  # MixUp: soft labels
+            losses[step] = loss
+            if logits.ndim == 2:  # class scores; chapter 10's pixels are not
+                correct += (logits.argmax(1) == hard).sum()
+            bar.update(1)
+            if clock is not None and clock.up():  # time is up: the epoch ends here
+                losses = losses[: step + 1]
+                break
     b, right = loader.batch_size, correct.item() if logits.ndim == 2 else math.nan
     return losses, [losses.double().sum().item() * b, right, len(losses) * b]
 
 # %% ../notebooks/06d_training_for_real.ipynb #c025l
 class Clock:
-    """Seconds of training: it runs between start() and stop(), so measuring and saving do
+    """Seconds of training: it runs inside `with clock:` only, so measuring and saving do
     not count. `up()` once `budget` seconds are spent. On a GPU it waits for the queued work
     before it reads the time."""
 
     def __init__(self, budget: float, device=None):
         self.budget, self.spent, self.device, self._since = budget, 0.0, device, None
 
-    def start(self):
+    def __enter__(self):
         self._since = time.perf_counter()
+        return self
 
-    def stop(self):
+    def __exit__(self, *exception):
         self.spent, self._since = self(), None
 
     def __call__(self) -> float:
@@ -400,27 +404,23 @@ def _loop(model, data, config, out, resume, stop_after, progress, hooks, seconds
     device, (rank, world) = data.device, distributed()
     loss_fn, evaluate_fn, after_epoch = hooks
     clock = None if seconds is None else Clock(seconds, device)
-    tested = bool(evaluate_fn)
-    pieces = _prepare(model, data, config, out, resume, stop_after, tested, clock)
+    options = (resume, stop_after, bool(evaluate_fn), clock)
+    pieces = _prepare(model, data, config, out, *options)
     loader, optimizer, scheduler, scaler, history = pieces
     start, last = len(history["epoch"]), min(config.epochs, stop_after or config.epochs)
     if clock is not None:  # as many epochs as the time allows
         last = stop_after or 2**62
     show = progress and rank == 0
     runner = _runner(model, config, device, show)
-    steps = None if clock else (last - start) * len(loader)
+    steps = None if clock else (last - start) * len(loader)  # unknown on a time budget
     bar = tqdm(total=steps, disable=not show, desc="training")
     for epoch in range(start, last):
         torch.manual_seed(mix_seed(config.seed, epoch, 2, rank))  # dropout, drop path
         loader.set_epoch(epoch)
         model.train()
         begin = time.perf_counter()
-        if clock is not None:
-            clock.start()
         pieces = (runner, loader, optimizer, scheduler, config, scaler, bar, loss_fn)
-        losses, sums = train_epoch(*pieces, stop=clock and clock.up)
-        if clock is not None:
-            clock.stop()
+        losses, sums = train_epoch(*pieces, clock=clock)
         seconds = time.perf_counter() - begin
         _check_finite(losses, epoch, scheduler, out)
         lr = optimizer.param_groups[0]["lr"]
