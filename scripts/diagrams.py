@@ -1580,16 +1580,72 @@ def draw_deletion_curve():
     label(ax, x0 + 1.25, y0 + 1.55, "random order", size=8.5, colour="norm", ha="left")
     label(
         ax,
-        x0 + 1.05,
+        x0 + 1.45,
         y0 + 0.95,
         "faithful map:\nsmall area",
         size=8.5,
         colour="attn",
         ha="left",
     )
-    arrow(ax, (x0 + 1.0, y0 + 0.9), (x0 + 0.45, y0 + 0.3), kind="attn", width=1.0)
+    arrow(ax, (x0 + 1.4, y0 + 0.8), (x0 + 0.45, y0 + 0.3), kind="attn", width=1.0)
     label(ax, x0 + w / 2, 3.35, "the deletion curve", size=10, fontweight="bold")
     return fig
+
+
+# --- what a reader sees: text large enough, and no label over another or over a line ---
+
+# px: how wide the site shows a diagram in its widest layout (book/static/book.css gives the
+# article 62rem; measured in Chromium with a 1920x1080 window: 893 px). A browser draws an SVG
+# point as 96/72 px, scaled down to that width when the drawing is wider.
+SITE_WIDTH = 893
+SMALLEST = 9  # px: the height of the smallest letters at SITE_WIDTH
+SYMBOLS = {"+", "×"}  # drawn on their line on purpose: the ⊕ of a residual connection
+
+
+def legibility(fig, width: float = SITE_WIDTH, smallest: float = SMALLEST) -> list:
+    """What a reader of `fig` at `width` px would stumble on, as sentences: text smaller than
+    `smallest` px, two labels that overlap, a label that a drawn line runs through."""
+    import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.lines import Line2D
+    from matplotlib.text import Text
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    scale = 96 / 72 * min(1, width / (fig.get_figwidth() * 96))  # px per point
+    texts = [t for t in fig.findobj(Text) if t.get_text().strip() and t.get_visible()]
+    found = []
+    for t in texts:
+        if t.get_fontsize() * scale < smallest:
+            px = t.get_fontsize() * scale
+            found.append(f"{t.get_text()!r} is {px:.1f} px high at {width} px")
+    boxes = [
+        (t.get_text(), t.get_window_extent(renderer).expanded(1, 1)) for t in texts
+    ]
+    for i, (a, box_a) in enumerate(boxes):
+        for b, box_b in boxes[i + 1 :]:
+            wide = min(box_a.x1, box_b.x1) - max(box_a.x0, box_b.x0)
+            high = min(box_a.y1, box_b.y1) - max(box_a.y0, box_b.y0)
+            if wide > 1 and high > 1:
+                found.append(f"{a!r} overlaps {b!r}")
+    for line in fig.findobj(Line2D):
+        xy = line.get_xydata()
+        if not line.get_visible() or len(xy) < 2:
+            continue
+        ends = line.get_transform().transform(xy)
+        points = np.concatenate([np.linspace(p, q, 60) for p, q in zip(ends, ends[1:])])
+        for text, box in boxes:
+            if text.strip() in SYMBOLS:
+                continue
+            x, y = points[:, 0], points[:, 1]
+            inside = (
+                (x > box.x0 + 1)
+                & (x < box.x1 - 1)
+                & (y > box.y0 + 1)
+                & (y < box.y1 - 1)
+            )
+            if inside.any():
+                found.append(f"a line runs through {text!r}")
+    return found
 
 
 # --- writing the files and the attachments ---

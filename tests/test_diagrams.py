@@ -108,3 +108,39 @@ def test_the_sources_rebuild_the_committed_files(tmp_path):
         else:  # another matplotlib writes other bytes: the drawing must still be the same size
             ratio = len(path.read_bytes()) / len(committed)
             assert 0.9 < ratio < 1.1, f"{path.name}: run make diagrams"
+
+
+# --- what a reader sees at the site's width (diagrams.legibility) ---
+
+
+@pytest.mark.parametrize("name", sorted(diagrams.DIAGRAMS))
+def test_each_diagram_reads_at_the_sites_width(name):
+    import matplotlib.pyplot as plt
+
+    with plt.rc_context(diagrams.STYLE):
+        fig = diagrams.DIAGRAMS[name].draw()
+        try:
+            problems = diagrams.legibility(fig)
+        finally:
+            plt.close(fig)
+    assert not problems, f"{name}: {problems}"
+
+
+def test_the_reading_rule_sees_small_text_overlaps_and_crossed_labels():
+    import matplotlib.pyplot as plt
+
+    with plt.rc_context(diagrams.STYLE):
+        fig, ax = diagrams.canvas(9.6, 2)
+        diagrams.label(ax, 1, 1, "tiny", size=5)
+        diagrams.label(ax, 4, 1, "one label")
+        diagrams.label(ax, 4.3, 1, "another")
+        diagrams.label(ax, 7.5, 1, "crossed")
+        ax.plot([7, 8], [1, 1])
+        diagrams.plus(ax, 9, 1)  # a ⊕ sits on its line on purpose
+        ax.plot([8.7, 9.3], [1, 1])
+        problems = diagrams.legibility(fig)
+        plt.close(fig)
+    assert any(p.startswith("'tiny' is 6.5 px") for p in problems), problems
+    assert "'one label' overlaps 'another'" in problems, problems
+    assert "a line runs through 'crossed'" in problems, problems
+    assert len(problems) == 3, problems
