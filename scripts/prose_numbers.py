@@ -21,13 +21,15 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-UNITS = r"%|\s?(?:s|ms|seconds?|minutes?|min|GFLOPs?|MB|GB|px|points?)\b"
+UNITS = r"%|\s?(?:s|ms|seconds?|minutes?|min|GFLOPs?|MB|GB|px|pixels?|points?)\b"
 KINDS = {
     "second": "s",
     "seconds": "s",
     "minute": "min",
     "minutes": "min",
     "GFLOPs": "GFLOP",
+    "pixel": "px",
+    "pixels": "px",
 }
 UNIT_AFTER = re.compile(r"\s?(%|[A-Za-z]+)")
 QUOTED = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(" + UNITS + ")")
@@ -37,6 +39,14 @@ NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
 RATIO = re.compile(
     r"(?<![\w.,])(\d+)\.(\d{3})(?![\d.]\d|\d|\s?(?:%|" + UNITS[3:] + r"))"
 )
+# a range whose unit comes once, after its second end: "between 12.9 and 15.3 pixels"
+RANGE = re.compile(
+    r"(?<![\w.,])(\d+)(?:\.(\d+))?\s?(?:and|to|-|–)\s?\d+(?:\.\d+)?(" + UNITS + ")"
+)
+# a sentence that says its ranges are apart, and the ranges it quotes: "75.6% to 77.1%"
+APART = re.compile(r"\b(?:apart|do not overlap|does not overlap|none overlap)\b")
+DENIED = re.compile(r"\b(?:not|cannot|never)\b[^,;:]*\bapart|n't[^,;:]*\bapart")
+SPAN = re.compile(r"(?<![\w.,])(\d+(?:\.\d+)?)%?\s?(?:-|–|to)\s?(\d+(?:\.\d+)?)%")
 MARKS = re.compile(r"Exercise \d+[a-z]?\.\d+ \(")
 MARK = re.compile(r"\s*- \d+ points?:")  # a rubric's "- 1 point: ...", whole
 CITES = re.compile(r"et al\.|\(\d{4}\)|, \d{4}\)|paper|https?://|specification")
@@ -57,6 +67,7 @@ EXEMPT = {  # (page, number as printed): why it needs no output
     ("08c_live_demo", "344 MB"): "arithmetic in the rubric: 86 M float32 parameters",
     ("08c_live_demo", "23 MB"): "ViT-Ti/16's file size, a property of the model",
     ("11_modern_vit", "300 seconds"): "the goal the chapter sets itself, not a result",
+    ("11_modern_vit", "224 pixels"): "the image size of the paper's models, a setting",
 }
 
 
@@ -145,18 +156,48 @@ def _quoted(notebook: dict, stem: str):
                     decimals,
                     unit,
                 )
+            for m in RANGE.finditer(sentence):  # the first end, in the second's unit
+                unit = m.group(3).strip()
+                if unit.startswith("point") or (stem, m.group(0)) in EXEMPT:
+                    continue
+                decimals = len(m.group(2) or "")
+                value = round(float(m.group(1) + "." + (m.group(2) or "0")), decimals)
+                printed = (
+                    f"{m.group(1)}{'.' + m.group(2) if m.group(2) else ''} ({unit})"
+                )
+                yield cell_id, sentence, printed, value, decimals, unit
             for m in RATIO.finditer(sentence):
                 value = float(m.group(0))
                 if value >= 0.1 and (stem, m.group(0)) not in EXEMPT:
                     yield cell_id, sentence, m.group(0), value, 3, ""
 
 
+def overlapping(notebook: dict) -> list:
+    """[(cell id, sentence)] of each sentence that calls its ranges apart while two of the
+    ranges it quotes overlap."""
+    found = []
+    for cell_id, text in prose(notebook):
+        for sentence in re.split(r"(?<=[.!?])\s+", text):
+            if not APART.search(sentence) or DENIED.search(sentence):
+                continue
+            spans = [
+                tuple(sorted(map(float, m.groups()))) for m in SPAN.finditer(sentence)
+            ]
+            if any(
+                a[0] <= b[1] and b[0] <= a[1]
+                for a, b in itertools.combinations(spans, 2)
+            ):
+                found.append((cell_id, " ".join(sentence.split())))
+    return found
+
+
 def unmatched(notebook_path: Path, shared: set) -> list:
     """[(cell id, number as printed, sentence)] of the prose numbers nothing shows."""
     notebook = json.loads(notebook_path.read_text())
-    return _unmatched(
+    found = _unmatched(
         notebook, notebook_path.stem, numbers(output_text(notebook)), shared
     )
+    return found + [(c, "ranges apart", s) for c, s in overlapping(notebook)]
 
 
 RUBRIC = re.compile(r"^\*\*Exercise (\d+)([a-z]?)\.(\d+) \(", re.M)

@@ -90,6 +90,26 @@ def _page(tmp_path, prose: str, output: str) -> Path:
         # a setting below 0.1, or a number with a unit, is not such a ratio
         ("A learning rate of 0.001 and 0.005.", "nothing", []),
         ("It took 1.105 s.", "nothing", ["1.105 s"]),  # reported once, with its unit
+        # a range gives its unit once: both ends need a source
+        ("Heads lie between 12.9 and 15.3 pixels.", "12.9 13.0 15.3", []),
+        (
+            "Heads lie between 12.1 and 15.3 pixels.",
+            "12.9 13.0 15.3",
+            ["12.1 (pixels)"],
+        ),
+        ("Runs took 64 to 73 s.", "64.2 s, 72.8 s", []),
+        # ranges called apart must be apart
+        (
+            "A 90.1% to 90.5%, B 89.0% to 89.9%: the ranges are apart.",
+            "90.1 90.5 89 89.9",
+            [],
+        ),
+        (
+            "A 90.1% to 90.5%, B 89.0% to 90.2%: the ranges are apart.",
+            "90.1 90.5 89 90.2",
+            ["ranges apart"],
+        ),
+        ("A 90.1% to 90.5%, B 89.0% to 90.2%: not apart.", "90.1 90.5 89 90.2", []),
     ],
 )
 def test_the_rule_on_a_made_up_page(tmp_path, prose, output, wrong):
