@@ -168,10 +168,12 @@ def guide_table(notebooks: list) -> str:
             for c in book.cells
             if c.cell_type == "markdown"
         )
-        code = sum(  # the lines of code a reader reads (not blank, not a directive)
-            1
+        code = sum(  # the lines of code a reader reads (not blank, not a directive,
+            1  # not folded: machinery a page hides behind a toggle is read on demand)
             for c in book.cells
-            if c.cell_type == "code" and not c.source.startswith(COLAB_CELL)
+            if c.cell_type == "code"
+            and not c.source.startswith(COLAB_CELL)
+            and "hide-input" not in c.metadata.get("tags", [])
             for line in c.source.splitlines()
             if line.strip() and not line.startswith("#|")
         )
