@@ -199,7 +199,9 @@ CHEATS = {  # student: answer cells changed; every changed exercise has a wrong 
         "ex3_1-answer": "def masked_attention(q, k, v, mask, _f=F.scaled_dot_product_attention):\n"
         "    return _f(q, k, v, attn_mask=mask)",
         "ex3_2-answer": "import functools\nattend = functools.partial(getattr(F, 'scaled_dot_' + 'product_attention'))\n"
-        "def fixed_attention(q, k, v):\n    return attend(q, k, v)",
+        "def fixed_padded_attention(q, k, v, lengths):\n"
+        "    real = torch.arange(k.shape[-2]) < lengths[:, None]\n"
+        "    return attend(q, k, v, attn_mask=real[:, None, None, :])",
     },
     # another student's answers, read from the submissions folder and the grades
     "ivy": {
@@ -258,10 +260,12 @@ CHEATS = {  # student: answer cells changed; every changed exercise has a wrong 
         "    return scores.log_softmax(dim=-1).exp() @ v",
     },
 }
-MISTAKE = {  # the softmax over the queries: a misconception chapter 3 teaches
-    "ex3_2-answer": "def fixed_attention(q, k, v):\n"
-    "    weights = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(dim=-2)\n"
-    "    return weights @ v",
+MISTAKE = {  # the padding mask along the queries: rows and columns of the scores mixed up
+    "ex3_2-answer": "def fixed_padded_attention(q, k, v, lengths):\n"
+    "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])\n"
+    "    real = torch.arange(q.shape[-2]) < lengths[:, None]\n"
+    "    scores = scores.masked_fill(~real[:, None, :, None], -1e9)\n"
+    "    return scores.softmax(dim=-1) @ v",
 }
 # honest habits of Jupyter and Colab, around right answers: none of them costs a point
 HABITS = {
@@ -287,7 +291,7 @@ FIRST_WRONG = (
 )
 # the grader's own answers, imported from vitlib.checks instead of written
 COPIES = {
-    "ex3_2-answer": "from vitlib.checks.attention import _attention as fixed_attention",
+    "ex3_2-answer": "from vitlib.checks.attention import _padded_attention as fixed_padded_attention",
     "ex3_3-answer": "import vitlib\n\n\ndef split_heads(x, heads):\n"
     "    return vitlib.checks.attention._split_heads(x, heads)",
 }
@@ -295,12 +299,12 @@ COPIES = {
 READS = {
     "ex3_2-answer": "import pathlib, sys, vitlib\n"
     "text = (pathlib.Path(vitlib.__file__).parent / 'checks' / 'attention.py').read_text()\n"
-    "start = text.find('def _attention(')\n"
+    "start = text.find('def _padded_attention(')\n"
     "pathlib.Path('/tmp/mine').mkdir(exist_ok=True)\n"
     "body = text[start : text.find('\\n\\n\\n', start)] if start >= 0 else ''\n"
     "pathlib.Path('/tmp/mine/mine.py').write_text('import math, torch\\n' + body)\n"
     "sys.path.insert(0, '/tmp/mine')\n"
-    "from mine import _attention as fixed_attention",
+    "from mine import _padded_attention as fixed_padded_attention",
 }
 MEMFD = (
     "import os\nchunk = bytes(2**24)\nfiles = []\nfor _ in range(6 * 64):\n"
@@ -434,7 +438,9 @@ def graded(tmp_path_factory):
 
 
 FULL = {"3.1": 2, "3.2": 2, "3.3": 2, "3.4": 1, "3.5": 1}
-ZEROS_32 = "def fixed_attention(q, k, v):\n    return torch.zeros_like(q)"
+ZEROS_32 = (
+    "def fixed_padded_attention(q, k, v, lengths):\n    return torch.zeros_like(q)"
+)
 
 
 def colab_download(notebook):
@@ -563,7 +569,7 @@ def test_the_graders_own_answers_cannot_be_copied(graded):
     for exercise in ("3.2", "3.3"):
         assert rows["copy", exercise]["status"] == "reference copied"
     page = (graded["out"] / "feedback" / "copy" / "03_attention.html").read_text()
-    assert "from vitlib.checks.attention import _attention" in page
+    assert "from vitlib.checks.attention import _padded_attention" in page
 
 
 @pytest.mark.sandbox
@@ -572,7 +578,7 @@ def test_the_graders_own_answers_are_not_in_the_sandbox(graded):
     rows = graded["rows"]
     assert scores(rows, "reader") == {**FULL, "3.2": 0}
     page = (graded["out"] / "feedback" / "reader" / "03_attention.html").read_text()
-    message = "name 'fixed_attention' is not defined"  # its import found nothing
+    message = "name 'fixed_padded_attention' is not defined"  # its import found nothing
     assert message in html.unescape(page)
 
 
@@ -598,7 +604,7 @@ def test_no_name_in_the_submissions_stops_the_run(graded):
 def test_a_known_misconception_is_named(graded):
     rows = graded["rows"]
     assert scores(rows, "cy") == {**FULL, "3.2": 0}
-    assert "softmax over the wrong axis" in rows["cy", "3.2"]["feedback"]
+    assert "the padding mask along the queries" in rows["cy", "3.2"]["feedback"]
     assert "chapter 3, One head" in rows["cy", "3.2"]["feedback"]
     page = (graded["out"] / "feedback" / "cy" / "03_attention.html").read_text()
     assert "mistake:" in page

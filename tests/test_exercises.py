@@ -12,7 +12,7 @@ EXERCISE = re.compile(r"\*\*Exercise (\d+[a-d]?\.\d+)")
 
 # exercises whose model answers still repeat shown code: each becomes a variation the
 # book does not show (issue: the second edition), and leaves this list when it does
-KNOWN = {"9.1", "9.2", "10.1", "10.4", "11.2"}
+KNOWN = set()
 
 
 def _lines(code: str) -> list:

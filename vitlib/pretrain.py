@@ -201,11 +201,8 @@ def load_encoder(path, model: ViT) -> ViT:
     source, _ = load_checkpoint(path)
     if type(source) not in (ViT, FastViT, MaskedViT):
         raise ValueError(f"{path} holds a {type(source).__name__}, not a ViT's encoder")
-    differ = [
-        f
-        for f in ENCODER_FIELDS
-        if getattr(source.config, f) != getattr(model.config, f)
-    ]
+    theirs, mine = source.config, model.config
+    differ = [f for f in ENCODER_FIELDS if getattr(theirs, f) != getattr(mine, f)]
     if differ:
         raise ValueError(
             f"the encoder in {path} has {_fields(source.config, differ)}; this model has "

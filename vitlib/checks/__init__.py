@@ -414,10 +414,10 @@ HOMES = {  # vitlib.checks.<module> holds the checks of the page that wrote vitl
         "check_pad_to_multiple",
         "check_fixed_unpatchify",
     ),
-    "positions": ("check_fixed_resize", "check_add_cls", "check_position_parameters"),
+    "positions": ("check_fixed_crop", "check_add_cls", "check_position_parameters"),
     "attention": (
         "check_masked_attention",
-        "check_fixed_attention",
+        "check_fixed_padded_attention",
         "check_split_heads",
         "check_attention_parameters",
     ),
@@ -427,7 +427,11 @@ HOMES = {  # vitlib.checks.<module> holds the checks of the page that wrote vitl
         "check_mean_pool_head",
         "check_small_fashion_config",
     ),
-    "pretrained": ("check_fuse_qkv", "check_split_qkv", "check_hub_key_to_vitlib"),
+    "pretrained": (
+        "check_interleaved_qkv",
+        "check_jax_kernel",
+        "check_hub_key_to_vitlib",
+    ),
     "data": ("check_fixed_normalise", "check_crop_batch"),
     "loop": ("check_fixed_confusion", "check_clip_gradients"),
     "checkpoint": ("check_save_atomically",),
@@ -438,16 +442,16 @@ HOMES = {  # vitlib.checks.<module> holds the checks of the page that wrote vitl
     "live": ("check_rollout_numpy", "check_fixed_occlude"),
     "faithfulness": ("check_deletion_curve_by_hand", "check_fixed_insertion_curve"),
     "cnn": (
-        "check_shift_by_hand",
-        "check_fixed_principal_filters",
-        "check_hard_distillation_loss",
+        "check_shift_edge",
+        "check_fixed_rebuilt_filters",
+        "check_soft_distillation_loss",
     ),
     "pretrain": (
-        "check_random_mask_by_hand",
-        "check_fixed_masked_mse",
-        "check_patch_targets_by_hand",
+        "check_column_mask",
+        "check_fixed_uneven_mse",
+        "check_visible_tokens",
     ),
-    "modern": ("check_rope_by_hand", "check_fixed_shifted_copies"),
+    "modern": ("check_rope_3d", "check_fixed_axis_shifts"),
 }
 _HOME = {name: module for module, names in HOMES.items() for name in names}
 

@@ -4,79 +4,121 @@
 __all__ = ['check_vit_parameters', 'check_mean_pool_head', 'check_small_fashion_config']
 
 # %% ../../notebooks/appendix_b_checks.ipynb #c021
-from dataclasses import asdict, is_dataclass
+from dataclasses import asdict, is_dataclass, replace
 
 from torch import nn
 import torch
 
 from . import call, case_generator, case_seed, check_function, describe
-from . import exercise, public_or_drawn, randint, verdict
+from . import Mistake, exercise, public_or_drawn, randint, verdict
 from ..model import parameter_counts, ViT, ViTConfig
 
 
 def _vit_parameters(
-    img_size, patch_size, in_channels, num_classes, dim, depth, mlp_dim
+    img_size, patch_size, in_channels, num_classes, dim, depth, mlp_dim, pos, qkv_bias
 ):
     with torch.device("meta"):
         config = ViTConfig(
             img_size, patch_size, in_channels, num_classes, dim, depth, 1, mlp_dim
         )
+        config = replace(config, pos=pos, qkv_bias=qkv_bias)
         return parameter_counts(ViT(config))["total"]
 
 
+def _fixed_table_counted(*shape):
+    """Exercise 5a.1's slip: a fixed sin-cos table counted as parameters."""
+    return _vit_parameters(*shape[:-2], "learned", shape[-1])
+
+
 @exercise(
-    "Exercise 5a.1, parameters of a ViT",
+    "Exercise 5a.1, parameters of a ViT and its variants",
     reference=_vit_parameters,
-    hint="see chapter 5a, Counting parameters: the patch embedding, the tokens and positions, the blocks, the final norm and the head",
+    forbid=("vitlib.model.ViT", "vitlib.model.parameter_counts"),
+    hint="see chapter 5a, Counting parameters: the patch embedding, the tokens and positions, "
+    "the blocks, the final norm and the head; which of them a variant takes away",
+    mistakes=(
+        Mistake(
+            "a fixed sin-cos table counted: it is a buffer, not a parameter",
+            _fixed_table_counted,
+            "chapter 5a, Counting parameters",
+        ),
+    ),
 )
 def check_vit_parameters(g):
-    """Exercise 5a.1: `fn(img_size, patch_size, in_channels, num_classes, dim, depth, mlp_dim)`
-    counts a ViT's parameters (learned positions, qkv biases)."""
+    """Exercise 5a.1: `fn(img_size, patch_size, in_channels, num_classes, dim, depth, mlp_dim,
+    pos, qkv_bias)` counts the parameters of a ViT, img_size a side or (height, width)."""
     public = [
-        (224, 16, 3, 10, 768, 12, 3072),
-        (224, 16, 3, 1000, 192, 12, 768),
-        (28, 7, 1, 10, 64, 4, 256),
-        (32, 4, 3, 100, 96, 3, 192),
+        (224, 16, 3, 10, 768, 12, 3072, "learned", True),
+        ((224, 320), 16, 3, 1000, 192, 12, 768, "sincos", True),
+        (28, 7, 1, 10, 64, 4, 256, "learned", False),
+        ((32, 48), 4, 3, 100, 96, 3, 192, "sincos", False),
     ]
 
     def draw(g):
         patch = randint(g, 2, 16)
-        size, channels = patch * randint(g, 1, 14), randint(g, 1, 4)
-        classes, dim = randint(g, 1, 1000), 8 * randint(g, 1, 48)
+        size = (patch * randint(g, 1, 14), patch * randint(g, 1, 14))
+        channels, classes = randint(g, 1, 4), randint(g, 1, 1000)
+        dim, depth, mlp = (
+            8 * randint(g, 1, 48),
+            randint(g, 1, 12),
+            8 * randint(g, 1, 96),
+        )
+        pos = ("learned", "sincos")[randint(g, 0, 1)]
         return (
             size,
             patch,
             channels,
             classes,
             dim,
-            randint(g, 1, 12),
-            8 * randint(g, 1, 96),
+            depth,
+            mlp,
+            pos,
+            bool(randint(g, 0, 1)),
         )
 
     return public_or_drawn(public, draw)
 
 # %% ../../notebooks/appendix_b_checks.ipynb #ck-model-2
+def _kept_mean_pool_head(tokens, keep, norm, head):
+    """head(norm(each image's mean over the patch tokens `keep` marks)), no class token."""
+    kept = keep[..., None].to(tokens.dtype)  # (b, n, 1)
+    return head(norm((tokens[:, 1:] * kept).sum(1) / kept.sum(1)))
+
+
 def check_mean_pool_head(fn) -> bool:
-    """Exercise 5a.2: `fn(tokens, norm, head)` is head(norm(mean of the patch tokens))."""
+    """Exercise 5a.2: `fn(tokens, keep, norm, head)` is head(norm(mean of the kept patch
+    tokens)), keep (b, n) True for the patches that count."""
     g = case_generator()
     torch.manual_seed(case_seed())
     norm, head = nn.LayerNorm(16), nn.Linear(16, 5)
     with torch.no_grad():
         norm.weight.add_(torch.randn(16, generator=g))
         norm.bias.add_(torch.randn(16, generator=g))
-
-    def reference(tokens, norm, head):
-        return head(norm(tokens[:, 1:].mean(dim=1)))
-
-    cases = [
-        (torch.randn(2, 5, 16, generator=g), norm, head),
-        (10 * torch.randn(3, 50, 16, generator=g) + 4, norm, head),
-    ]
-    hint = "see chapter 5a, CLS or mean pooling: the mean is over the patch tokens only, and "
-    "the norm comes before the head"
+    cases = []
+    for b, n, scale in [(2, 4, 1), (3, 49, 10), (4, 16, 3)]:
+        keep = torch.rand(b, n, generator=g) < 0.5
+        keep[:, randint(g, 0, n - 1)] = True  # at least one patch in every image
+        tokens = scale * torch.randn(b, 1 + n, 16, generator=g) + 4
+        cases.append((tokens, keep, norm, head))
+    every = lambda tokens, keep, norm, head: head(norm(tokens[:, 1:].mean(1)))  # noqa: E731
+    mistake = Mistake(
+        "every patch averaged: the patches keep leaves out count too",
+        every,
+        "chapter 5a, CLS or mean pooling",
+    )
+    hint = (
+        "see chapter 5a, CLS or mean pooling: each image averages its own kept patch "
+        "tokens, never the class token, and the norm comes before the head"
+    )
     with torch.no_grad():
         return check_function(
-            "Exercise 5a.2, mean pooling", fn, reference, cases, atol=1e-4, hint=hint
+            "Exercise 5a.2, mean pooling over the kept patches",
+            fn,
+            _kept_mean_pool_head,
+            cases,
+            atol=1e-4,
+            hint=hint,
+            mistakes=(mistake,),
         )
 
 # %% ../../notebooks/appendix_b_checks.ipynb #ck-model-3
