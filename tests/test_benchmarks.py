@@ -28,6 +28,8 @@ def test_benchmark_runs(script):
         "time_to_accuracy": ["--seeds", "0", "1", "--recipe", "fashion-cpu"]
         + ["fashion-cpu-modern"],
         "browser_latency": ["--updates", "4"],
+        "recipe_sweep": ["--variant", "recipe", "--variant", "one epoch: --epochs 1"]
+        + ["--solo", "one epoch"],
         "modern_vit": ["--only", "baseline", "2D RoPE", "--seeds", "0", "1", "--test"]
         + ["--combine", "registers", "shifted patches"],
     }.get(script.stem, [])
@@ -82,6 +84,13 @@ def test_benchmark_runs(script):
             runs[0]
         )
         assert lines[-1].startswith("fashion-cpu ") and "random 3" in lines[-1]
+    elif script.stem == "recipe_sweep":  # each variant's flags reach its run
+        summaries = [line.split()[:2] for line in lines if line.startswith("variant=")]
+        assert summaries == [
+            ["variant=recipe", "epochs=2"],
+            ["variant=one_epoch", "epochs=1"],
+        ]
+        assert any(line.startswith("solo one epoch: first epoch") for line in lines)
     else:
         assert "ratio" in result.stdout
 
