@@ -185,6 +185,14 @@ def _unpatchify_bug(patches, patch_size, grid):
     return checks.helper("patches._unpatchify_grid_swapped")(patches, patch_size, grid)
 
 
+def _as_student(mistake: str, dtype: str):
+    """A mistake that the check compares as a tensor, returned as a student would: a
+    NumPy array of `dtype`."""
+    return lambda *case: checks.helper(mistake)(*case).numpy().astype(dtype)
+
+
+_one_alpha, _canvas_without_alpha = "viz._blend_one_alpha", "live._canvas_without_alpha"
+
 MISCONCEPTIONS = [  # (check, an answer that commits the mistake, words of its name)
     (checks.check_fixed_unpatchify, _unpatchify_bug, "grid order"),
     (
@@ -228,14 +236,25 @@ MISCONCEPTIONS = [  # (check, an answer that commits the mistake, words of its n
         "other classes",
     ),
     (
-        checks.check_fixed_upsample,
-        checks.helper("viz._upsample_height_width"),
-        "OpenCV",
+        checks.check_fixed_detail_map,
+        checks.helper("viz._detail_map_transposed"),
+        "rows and columns swapped",
+    ),
+    (checks.check_blend_by_heat, _as_student(_one_alpha, "uint8"), "one alpha"),
+    (
+        checks.check_fixed_patch_centres,
+        checks.helper("rollout._centres_by_height"),
+        "grid's height",
     ),
     (
-        checks.check_fixed_rollout_step,
-        checks.helper("rollout._rollout_without_keepdim"),
-        "keepdim",
+        checks.check_canvas_to_input,
+        _as_student(_canvas_without_alpha, "float32"),
+        "alpha ignored",
+    ),
+    (
+        checks.check_fixed_occlude_block,
+        checks.helper("live._block_from_negative_starts"),
+        "negative start",
     ),
     (checks.check_shift_edge, checks.helper("cnn._shift_zeros"), "zeros"),
     (
@@ -299,7 +318,7 @@ def test_an_answer_that_calls_the_library_function_it_replaces_fails(lenient, ca
             assert not check(answer), name
             assert "write this one yourself" in capsys.readouterr().out, name
             checked += 1
-    assert checked >= 4, checked  # the rest ask for variations the library lacks
+    assert checked >= 3, checked  # the rest ask for variations the library lacks
 
 
 # --- hints point to the section that teaches the idea, never to code
