@@ -236,6 +236,11 @@ MISCONCEPTIONS = [  # (check, an answer that commits the mistake, words of its n
         "other classes",
     ),
     (
+        checks.check_vitlib_key_to_hub,
+        checks.helper("pretrained._hub_without_vit"),
+        "prefix left out",
+    ),
+    (
         checks.check_fixed_detail_map,
         checks.helper("viz._detail_map_transposed"),
         "rows and columns swapped",
