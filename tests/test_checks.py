@@ -210,6 +210,7 @@ MISCONCEPTIONS = [  # (check, an answer that commits the mistake, words of its n
         checks.helper("attention._padding_on_queries"),
         "along the queries",
     ),
+    (checks.check_share_kv, checks.helper("attention._kv_tiled"), "tiled"),
     (
         checks.check_fixed_layer_norm,
         checks.helper("block._layer_norm_over_batch"),

@@ -418,7 +418,7 @@ HOMES = {  # vitlib.checks.<module> holds the checks of the page that wrote vitl
     "attention": (
         "check_masked_attention",
         "check_fixed_padded_attention",
-        "check_split_heads",
+        "check_share_kv",
         "check_attention_parameters",
     ),
     "block": ("check_gelu_tanh", "check_fixed_layer_norm", "check_block_parameters"),
