@@ -1,7 +1,8 @@
 """Numbers in the prose that no output shows (`python scripts/prose_numbers.py`).
 
 Every number with a unit in a page's prose (%, s, ms, seconds, minutes, GFLOP, MB, GB, px,
-points), and every number printed to three decimal places without one (a ratio, a loss), must
+points), every count of heads written in words ("five heads", a result read off a table), and
+every number printed to three decimal places without one (a ratio, a loss), must
 come from somewhere a reader can check: an output of that page, a log under
 benchmarks/results/, or the run-times table of book/setup.md (which scripts/run_times.py
 writes from the executions). A prose number matches a source number at its printed
@@ -47,6 +48,10 @@ RANGE = re.compile(
 APART = re.compile(r"\b(?:apart|do not overlap|does not overlap|none overlap)\b")
 DENIED = re.compile(r"\b(?:not|cannot|never)\b[^,;:]*\bapart|n't[^,;:]*\bapart")
 SPAN = re.compile(r"(?<![\w.,])(\d+(?:\.\d+)?)%?\s?(?:-|–|to)\s?(\d+(?:\.\d+)?)%")
+# a count of heads written in words ("five heads") is a result read off a table: the page
+# must print it as "5 heads"; digits ("12 heads") give a model's shape, a setting
+WORDS = "two three four five six seven eight nine ten eleven twelve".split()
+HEADS = re.compile(r"(?<![\w-])(" + "|".join(WORDS) + r") heads\b", re.I)
 MARKS = re.compile(r"Exercise \d+[a-z]?\.\d+ \(")
 MARK = re.compile(r"\s*- \d+ points?:")  # a rubric's "- 1 point: ...", whole
 CITES = re.compile(r"et al\.|\(\d{4}\)|, \d{4}\)|paper|https?://|specification")
@@ -68,6 +73,10 @@ EXEMPT = {  # (page, number as printed): why it needs no output
     ("08c_live_demo", "23 MB"): "ViT-Ti/16's file size, a property of the model",
     ("11_modern_vit", "300 seconds"): "the goal the chapter sets itself, not a result",
     ("11_modern_vit", "224 pixels"): "the image size of the paper's models, a setting",
+    (
+        "09_cnn_vs_vit",
+        "two heads",
+    ): "a distilled model's two classifier heads, its design",
 }
 
 
@@ -117,10 +126,13 @@ def _matches(value: float, decimals: int, unit: str, pool, strict=True) -> bool:
     be a fraction (0.8992 for 89.92%). `strict`: a whole number must carry the same unit in
     its source (the 50 s of a sentence is not any 50 of a log). A page's own outputs are
     read without it, since their tables give the unit once, in a column's header. Points
-    (a gap between two percentages) must say so in their source, or be such a gap."""
+    (a gap between two percentages) must say so in their source, or be such a gap; so must
+    a count of heads ("5 heads")."""
     unit = KINDS.get(unit, unit)
     for y, its_unit in pool:
-        if (strict and decimals == 0 or unit == "points") and its_unit != unit:
+        if (
+            strict and decimals == 0 or unit in ("points", "heads")
+        ) and its_unit != unit:
             if not (unit == "%" and y < 1 and round(100 * y) == value):
                 continue
         if round(y, decimals) == value:
@@ -166,6 +178,10 @@ def _quoted(notebook: dict, stem: str):
                     f"{m.group(1)}{'.' + m.group(2) if m.group(2) else ''} ({unit})"
                 )
                 yield cell_id, sentence, printed, value, decimals, unit
+            for m in HEADS.finditer(sentence):
+                if (stem, m.group(0).lower()) not in EXEMPT:
+                    count = WORDS.index(m.group(1).lower()) + 2
+                    yield cell_id, sentence, m.group(0), count, 0, "heads"
             for m in RATIO.finditer(sentence):
                 value = float(m.group(0))
                 if value >= 0.1 and (stem, m.group(0)) not in EXEMPT:

@@ -110,6 +110,11 @@ def _page(tmp_path, prose: str, output: str) -> Path:
             ["ranges apart"],
         ),
         ("A 90.1% to 90.5%, B 89.0% to 90.2%: not apart.", "90.1 90.5 89 90.2", []),
+        # a count of heads in words must be printed as one, with its noun
+        ("Five heads look farther.", "farther than even: 5 heads", []),
+        ("Seven heads look farther.", "farther than even: 5 heads", ["Seven heads"]),
+        ("Five heads look farther.", "layer 5, head 2", ["Five heads"]),
+        ("ViT-B/16 has 12 heads.", "nothing", []),  # digits: a model's shape
     ],
 )
 def test_the_rule_on_a_made_up_page(tmp_path, prose, output, wrong):
