@@ -217,9 +217,9 @@ MISCONCEPTIONS = [  # (check, an answer that commits the mistake, words of its n
         "batch axis",
     ),
     (
-        checks.check_fixed_normalise,
-        checks.helper("data._normalise_in_pixel_units"),
-        "units",
+        checks.check_fixed_normalise_hwc,
+        checks.helper("data._normalise_channels_first"),
+        "channels are last",
     ),
     (
         checks.check_fixed_confusion,

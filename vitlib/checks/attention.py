@@ -124,7 +124,7 @@ def _kv_tiled(kv, groups):
 @exercise(
     "Exercise 3.3, share the key/value heads",
     reference=_share_kv,
-    hint="see chapter 3, Many heads (version 2): which axis holds the heads, and in which "
+    hint="see chapter 3, Many heads (version 3): which axis holds the heads, and in which "
     "order a reshape reads what it is given",
     forbid=(
         "torch.repeat_interleave",
@@ -138,7 +138,7 @@ def _kv_tiled(kv, groups):
         Mistake(
             "the heads tiled (repeat): query head j reads key/value head j // groups, not j % h_kv",
             _kv_tiled,
-            "chapter 3, Many heads (version 2)",
+            "chapter 3, Many heads (version 3)",
         ),
     ),
 )
