@@ -8,7 +8,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))  # reading order
 SOLUTION = re.compile(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", re.S)
-EXERCISE = re.compile(r"\*\*Exercise (\d+[a-d]?\.\d+)")
+EXERCISE = re.compile(r"(?:\*\*|### )Exercise (\d+[a-d]?\.\d+)")
 
 # exercises whose model answers still repeat shown code: each becomes a variation the
 # book does not show (issue: the second edition), and leaves this list when it does
@@ -38,7 +38,7 @@ def _pages() -> list:
         for cell in cells:
             text = "".join(cell["source"])
             if cell["cell_type"] == "markdown":
-                in_exercises |= text.lstrip().startswith("## Exercises")
+                in_exercises |= bool(re.search(r"^## Exercises", text, re.M))
                 found = EXERCISE.search(text)
                 current = found.group(1) if found else current
             elif in_exercises:
@@ -77,3 +77,12 @@ def test_the_rule_sees_an_answer_copied_from_a_page():
         "return self.proj(x).softmax(-1)",
     ]
     assert _lines("    return out  # the answer\n# a comment\ndef f(a):\n") == []
+
+
+def test_every_page_s_answers_are_read_with_their_exercise():
+    # a page whose "## Exercises" heading follows other text in its cell, or whose exercises
+    # are "### Exercise 1.1" headings, once went unread: its answers counted as shown code
+    for page, _, answers in _pages():
+        assert answers and None not in answers, (page, sorted(answers, key=str))
+        number = page.split("_")[0].lstrip("0")
+        assert all(e.startswith(number + ".") for e in answers), (page, sorted(answers))
