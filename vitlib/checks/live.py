@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from . import Mistake, case_seed, exercise
+from ..patches import pair
 
 
 def _shrink_and_standardise(grey, mean, std):
@@ -69,20 +70,23 @@ def check_canvas_to_input(g):
 
 # %% ../../notebooks/appendix_b14_live.ipynb #ck-live-2
 def _occlude_block(images, centre, patch_size, radius):
-    row, col = divmod(centre, images.shape[-1] // patch_size)
-    p, out = patch_size, images.clone()
-    top, left = max(row - radius, 0) * p, max(col - radius, 0) * p  # cut at the edge
-    out[..., top : (row + radius + 1) * p, left : (col + radius + 1) * p] = 0
+    (ry, rx), p = pair(radius), patch_size
+    row, col = divmod(centre, images.shape[-1] // p)
+    out = images.clone()
+    top, left = max(row - ry, 0) * p, max(col - rx, 0) * p  # cut at the edge
+    out[..., top : (row + ry + 1) * p, left : (col + rx + 1) * p] = 0
     return out
 
 
 def _block_from_negative_starts(images, centre, patch_size, radius):
     """Exercise 8c.2's bug: a block that starts above or left of the image starts at a
     negative index, which Python counts from the far end: the block is cut wrong or vanishes."""
-    row, col = divmod(centre, images.shape[-1] // patch_size)
-    p, out = patch_size, images.clone()
-    rows = slice((row - radius) * p, (row + radius + 1) * p)
-    out[..., rows, (col - radius) * p : (col + radius + 1) * p] = 0
+    (ry, rx), p = pair(radius), patch_size
+    row, col = divmod(centre, images.shape[-1] // p)
+    out = images.clone()
+    out[
+        ..., (row - ry) * p : (row + ry + 1) * p, (col - rx) * p : (col + rx + 1) * p
+    ] = 0
     return out
 
 
@@ -111,14 +115,16 @@ def _leaves_its_inputs(fn, images, *rest):
 def check_fixed_occlude_block(g):
     """Exercise 8c.2: `fn(images, centre, patch_size, radius)` is the exercise's block
     occlusion with its bug fixed: a copy of the uint8 images (b, c, H, W) with patch
-    `centre` (numbered row by row) and its neighbours within `radius` patches set to 0,
-    cut off at the image's edges."""
+    `centre` (numbered row by row) and its neighbours within `radius` patches (a number, or
+    (rows, columns)) set to 0, cut off at the image's edges."""
     cases = []
     for b, c, h, w, p, centre, radius in [
         (1, 1, 28, 28, 7, 5, 1),  # inside the grid
         (1, 1, 28, 28, 7, 1, 1),  # on the top row
         (2, 3, 8, 12, 4, 0, 1),  # in a corner, an oblong grid
         (1, 1, 12, 30, 3, 17, 2),  # a wider block, cut at the top
+        (1, 1, 28, 28, 7, 6, (0, 2)),  # one row, five columns, cut at the right
+        (1, 2, 12, 16, 4, 4, (2, 1)),  # five rows, three columns, cut at the left
     ]:
         images = torch.randint(1, 256, (b, c, h, w), generator=g, dtype=torch.uint8)
         cases.append((images, centre, p, radius))

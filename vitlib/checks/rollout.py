@@ -7,19 +7,21 @@ __all__ = ['check_fixed_patch_centres', 'check_head_distance']
 import torch
 
 from . import Mistake, exercise, public_or_drawn, randint
+from ..patches import pair
 from ..rollout import patch_distances
 
 
 def _patch_centres(h, w, patch_size):
+    size = torch.tensor(pair(patch_size), dtype=torch.float64)  # (p_h, p_w)
     rows, cols = torch.meshgrid(torch.arange(h), torch.arange(w), indexing="ij")
     grid = torch.stack([rows.flatten(), cols.flatten()], -1).double()  # row by row
-    return grid * patch_size + patch_size / 2
+    return grid * size + size / 2
 
 
 def _centres_by_height(h, w, patch_size):
     """Exercise 8b.1's bug: patch k's row taken as k // h, which only a square grid forgives."""
-    k = torch.arange(h * w)
-    return torch.stack([k // h, k % h], -1).double() * patch_size + patch_size / 2
+    k, size = torch.arange(h * w), torch.tensor(pair(patch_size), dtype=torch.float64)
+    return torch.stack([k // h, k % h], -1).double() * size + size / 2
 
 
 def _as_float64_tensor(fn, *case):
@@ -41,9 +43,18 @@ def _as_float64_tensor(fn, *case):
 )
 def check_fixed_patch_centres(g):
     """Exercise 8b.1: `fn(h, w, patch_size)` is the exercise's patch centres with the bug
-    fixed: (h * w, 2), each patch's centre (row, column) in pixels, patches row by row."""
-    public = [(2, 2, 16), (2, 3, 16), (10, 14, 16), (5, 3, 7)]
-    return public_or_drawn(public, lambda g: (randint(g, 1, 12), randint(g, 2, 12), 4))
+    fixed: (h * w, 2), each patch's centre (row, column) in pixels, patches row by row;
+    patch_size a number or a pair (p_h, p_w)."""
+    public = [(2, 2, 16), (2, 3, 16), (10, 14, 16), (5, 3, (7, 4))]
+
+    def draw(g):
+        return (
+            randint(g, 1, 12),
+            randint(g, 2, 12),
+            (randint(g, 2, 9), randint(g, 2, 9)),
+        )
+
+    return public_or_drawn(public, draw)
 
 # %% ../../notebooks/appendix_b13_rollout.ipynb #ck-rollout-2
 def _head_distance(weights, patch_size):

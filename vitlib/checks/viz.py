@@ -8,20 +8,20 @@ import numpy as np
 import torch
 
 from . import Mistake, case_seed, exercise
-from ..patches import patchify
+from ..patches import pair, patchify
 
 
 def _detail_map(photo, patch_size):
-    _, height, width = photo.shape
-    detail = patchify(photo[None], patch_size)[0].std(dim=-1)  # one number a patch
-    return detail.view(height // patch_size, width // patch_size)
+    (ph, pw), (_, height, width) = pair(patch_size), photo.shape
+    detail = patchify(photo[None], (ph, pw))[0].std(dim=-1)  # one number a patch
+    return detail.view(height // ph, width // pw)
 
 
 def _detail_map_transposed(photo, patch_size):
     """Exercise 8a.1's bug: the grid read as (W/p, H/p), which only a square photo forgives."""
-    _, height, width = photo.shape
-    detail = patchify(photo[None], patch_size)[0].std(dim=-1)
-    return detail.view(width // patch_size, height // patch_size)
+    (ph, pw), (_, height, width) = pair(patch_size), photo.shape
+    detail = patchify(photo[None], (ph, pw))[0].std(dim=-1)
+    return detail.view(width // pw, height // ph)
 
 
 @exercise(
@@ -38,9 +38,9 @@ def _detail_map_transposed(photo, patch_size):
 )
 def check_fixed_detail_map(g):
     """Exercise 8a.1: `fn(photo, patch_size)` is the exercise's detail map with its bug
-    fixed: a photo (3, H, W) to the standard deviation of each patch's pixels, on the
-    (H/p, W/p) grid of patches."""
-    sizes = [(32, 32, 8), (32, 48, 16), (48, 16, 8), (28, 42, 7)]
+    fixed, for square patches (an int) and oblong ones ((p_h, p_w)): a photo (3, H, W) to
+    the standard deviation of each patch's pixels, on the (H/p_h, W/p_w) grid of patches."""
+    sizes = [(32, 32, 8), (32, 48, 16), (48, 16, (8, 4)), (28, 42, (7, 14))]
     return [(torch.rand(3, h, w, generator=g), p) for h, w, p in sizes]
 
 # %% ../../notebooks/appendix_b12_viz.ipynb #ck-viz-2
