@@ -49,6 +49,9 @@ STYLE = {
     "svg.hashsalt": "vit-book",  # the same ids, so the same bytes, on every run
     "lines.linewidth": 1.4,
 }
+# pt: the smallest letters of any diagram. A 9.6-in drawing shown at the narrow layout's
+# 676 px (NARROW_WIDTH, below) draws a point as 0.98 px: 9.5 pt is 9.3 px there
+SMALL = 9.5
 
 DIAGRAMS = {}  # name -> Diagram
 
@@ -126,7 +129,7 @@ def box(ax, x, y, w, h, text="", kind="norm", size=None, bold=False, fill=None):
         )
 
 
-def square(ax, x, y, s, kind, text="", size=9, light=False):
+def square(ax, x, y, s, kind, text="", size=SMALL, light=False):
     """A token or a patch: a small square of its kind's colour."""
     colour = COLOURS[kind]
     ax.add_patch(
@@ -192,7 +195,7 @@ def label(ax, x, y, text, size=None, colour="ink", ha="center", va="center", **k
 
 def chapter(ax, x, y, text):
     """A chapter tag, such as "ch. 3", in grey italics."""
-    label(ax, x, y, text, size=9, colour="norm", ha="left", style="italic")
+    label(ax, x, y, text, size=SMALL, colour="norm", ha="left", style="italic")
 
 
 def matrix(ax, x, y, w, h, name, shape="", kind="patch", light=True, size=10):
@@ -204,7 +207,7 @@ def matrix(ax, x, y, w, h, name, shape="", kind="patch", light=True, size=10):
     )
     label(ax, x + w / 2, y + h / 2, name, size=size)
     if shape:
-        label(ax, x + w / 2, y - 0.16, shape, size=8.5, colour="norm")
+        label(ax, x + w / 2, y - 0.16, shape, size=SMALL, colour="norm")
 
 
 # --- the diagrams, in reading order ---
@@ -295,7 +298,15 @@ def draw_vit():
     # the image: a grid of patches
     picture(ax, mid - 0.44, 7.52, 4, 0.22, 0.21)  # square, as 224 x 224 is
     label(ax, mid - 0.8, 7.95, "image", ha="right")
-    label(ax, x0 + w + 0.15, 7.95, "(b, 3, 224, 224)", ha="left", size=9, colour="norm")
+    label(
+        ax,
+        x0 + w + 0.15,
+        7.95,
+        "(b, 3, 224, 224)",
+        ha="left",
+        size=SMALL,
+        colour="norm",
+    )
     arrow(ax, (mid, 7.45), (mid, 7.12))
     for i, (y, h, text, kind, attr, shape, where) in enumerate(steps):
         box(ax, x0, y, w, h, text, kind)
@@ -311,7 +322,7 @@ def draw_vit():
                 y + h / 2 + dy,
                 shape,
                 ha="left",
-                size=9,
+                size=SMALL,
                 colour="norm",
             )
         if i + 1 < len(steps):
@@ -336,7 +347,7 @@ def draw_vit():
         )
         ax.add_patch(edge)
     # one encoder block, in detail, on the right
-    bx, by, bw, bh = 6.75, 0.35, 2.5, 6.25
+    bx, by, bw, bh = 6.75, 0.35, 2.62, 6.25
     box(ax, bx, by, bw, bh, "", "attn", fill="#FBF6FA")
     label(
         ax,
@@ -360,12 +371,12 @@ def draw_vit():
         circle = plt.Circle((px, y), 0.13, facecolor="white", edgecolor=COLOURS["ink"])
         ax.add_patch(circle)
         label(ax, px, y, "+", size=11)
-    label(ax, px, 6.08, "tokens in", size=9, colour="norm")
+    label(ax, px, 6.08, "tokens in", size=SMALL, colour="norm")
     path = [(5.95, 4.85 + ph), (4.85, 4.05 + ph), (4.05, 3.68), (3.42, 2.85 + ph)]
     path += [(2.85, 2.05 + ph), (2.05, 1.68), (1.42, 1.1)]
     for top, bottom in path:
         arrow(ax, (px, top), (px, bottom))
-    label(ax, px, 0.98, "tokens out", size=9, colour="norm")
+    label(ax, px, 0.98, "tokens out", size=SMALL, colour="norm")
     rx = cx + pw + 0.35  # the residual paths, around the side
     for top, bottom in ((5.7, 3.55), (3.36, 1.55)):
         ax.plot([px, rx, rx], [top, top, bottom], color=COLOURS["ink"], linewidth=1.2)
@@ -375,7 +386,7 @@ def draw_vit():
             rx + 0.12,
             (top + bottom) / 2,
             "residual",
-            size=8.5,
+            size=SMALL,
             colour="norm",
             rotation=90,
         )
@@ -403,7 +414,7 @@ def draw_one_head():
         box(ax, 1.5, y, 0.75, 0.44, f"$W_{name}$", "attn", size=10)
         arrow(ax, (2.3, y + 0.22), (2.6, y + 0.22))
         matrix(ax, 2.65, y - 0.08, 0.38, 0.6, name, "", "attn")
-    label(ax, 2.84, 0.3, "each (n, $d_h$), $d_h$ = head_dim", size=8.5, colour="norm")
+    label(ax, 2.84, 0.3, "each (n, $d_h$), $d_h$ = head_dim", size=SMALL, colour="norm")
     # scores: Q K^T / sqrt(d_h)
     arrow(ax, (3.08, 2.77), (3.85, 2.25))
     arrow(ax, (3.08, 1.77), (3.85, 2.05))
@@ -411,13 +422,13 @@ def draw_one_head():
     arrow(ax, (5.2, 2.15), (5.45, 2.15))
     matrix(ax, 5.5, 1.6, 1.1, 1.1, "scores", "(n, n)", "attn")
     arrow(ax, (6.65, 2.15), (6.95, 2.15))
-    box(ax, 7.0, 1.85, 1.05, 0.6, "softmax\nalong rows", "norm", size=9.5)
-    arrow(ax, (8.1, 2.15), (8.3, 2.15))
+    box(ax, 7.0, 1.85, 0.98, 0.6, "softmax\nalong rows", "norm", size=9.5)
+    arrow(ax, (8.02, 2.15), (8.22, 2.15))
     # the weights, darker: each row sums to one
     ax.add_patch(
         Rectangle(
-            (8.35, 1.6),
-            1.0,
+            (8.27, 1.6),
+            1.16,
             1.1,
             facecolor=tint(COLOURS["attn"], 0.25),
             edgecolor=COLOURS["attn"],
@@ -425,16 +436,16 @@ def draw_one_head():
         )
     )
     label(ax, 8.85, 2.3, "weights", size=10, colour="card")
-    label(ax, 8.85, 2.0, "rows sum to 1", size=8, colour="card")
-    label(ax, 8.85, 1.44, "(n, n)", size=8.5, colour="norm")
+    label(ax, 8.85, 2.0, "rows sum to 1", size=SMALL, colour="card")
+    label(ax, 8.85, 1.44, "(n, n)", size=SMALL, colour="norm")
     # weights @ V -> out
     box(ax, 6.7, 0.45, 1.2, 0.55, "weights @ V", "attn", size=9.5)
     arrow(ax, (3.08, 0.77), (6.65, 0.72))
-    label(ax, 4.8, 0.93, "values", size=8.5, colour="norm")
+    label(ax, 4.8, 0.93, "values", size=SMALL, colour="norm")
     arrow(ax, (8.6, 1.6), (7.6, 1.03))
     arrow(ax, (7.95, 0.72), (8.45, 0.72))
-    matrix(ax, 8.5, 0.42, 0.38, 0.6, "out", "", "attn", size=9)
-    label(ax, 8.69, 0.28, "(n, $d_h$)", size=8.5, colour="norm")
+    matrix(ax, 8.5, 0.42, 0.38, 0.6, "out", "", "attn", size=SMALL)
+    label(ax, 8.69, 0.28, "(n, $d_h$)", size=SMALL, colour="norm")
     return fig
 
 
@@ -475,12 +486,12 @@ def draw_fused_qkv():
             x + w + 0.08,
             y0 + 2 * third + (3 - hd) * third / 4 + third / 8,
             f"head {hd + 1}",
-            size=8,
+            size=SMALL,
             colour="norm",
             ha="left",
         )
     label(ax, x + w / 2, y0 + 3 * third + 0.25, "qkv.weight  (3d, d)", size=10)
-    label(ax, x + w / 2, y0 - 0.2, "d columns", size=8.5, colour="norm")
+    label(ax, x + w / 2, y0 - 0.2, "d columns", size=SMALL, colour="norm")
     # one token's output: the same layout, as a row
     bx, by, seg = 3.0, 3.2, 0.3
     for t, name in enumerate("QKV"):
@@ -513,15 +524,20 @@ def draw_fused_qkv():
         bx + 6 * seg,
         by - 0.22,
         "qkv(x) is (b, n, 3d): each token's row has width 3d",
-        size=8.5,
+        size=SMALL,
         colour="norm",
     )
     # reshape and permute: three stacks of heads
     arrow(ax, (bx + 6 * seg, by - 0.38), (bx + 6 * seg, 2.45))
     text = "reshape (b, n, 3, h, $d_h$), where $d_h$ = d / h"
-    label(ax, bx + 6 * seg + 0.12, 2.66, text, size=9, ha="left")
+    label(ax, bx + 6 * seg + 0.12, 2.66, text, size=SMALL, ha="left")
     label(
-        ax, bx + 6 * seg + 0.12, 2.42, "permute (3, b, h, n, $d_h$)", size=9, ha="left"
+        ax,
+        bx + 6 * seg + 0.12,
+        2.42,
+        "permute (3, b, h, n, $d_h$)",
+        size=SMALL,
+        ha="left",
     )
     for t, name in enumerate("qkv"):
         gx = bx + 0.15 + t * 1.25
@@ -537,24 +553,24 @@ def draw_fused_qkv():
                     linewidth=0.9,
                 )
             )
-        label(ax, gx + 0.41, 0.3, f"{name}: (b, h, n, $d_h$)", size=8.5)
+        label(ax, gx + 0.41, 0.3, f"{name}: (b, h, n, $d_h$)", size=SMALL)
     label(
         ax,
         bx + 1.9,
         2.05,
         "every head's queries, keys and values",
-        size=9,
+        size=SMALL,
         colour="norm",
     )
     # the rule, in words
     note = "rows: all of Q, then all of K,\nthen all of V; inside each\nthird, head by head"
-    box(ax, 7.35, 1.35, 2.0, 1.0, note, "norm", size=9, fill="#F7F7F7")
+    box(ax, 7.27, 1.35, 2.16, 1.0, note, "norm", size=SMALL, fill="#F7F7F7")
     label(
         ax,
         8.35,
         1.05,
         "timm's layout: chapter 5's\nweights arrive this way",
-        size=8,
+        size=SMALL,
         colour="norm",
         va="top",
     )
@@ -622,7 +638,7 @@ def draw_pre_post_ln():
         0.4,
         "the stream (thick) is a plain sum: the gradient\nreaches every "
         "block through an identity path",
-        size=8.5,
+        size=SMALL,
         colour="norm",
     )
     label(
@@ -631,7 +647,7 @@ def draw_pre_post_ln():
         0.4,
         "the stream passes two LayerNorms per block:\nthe gradient is "
         "rescaled at each one",
-        size=8.5,
+        size=SMALL,
         colour="norm",
     )
     return fig
@@ -647,7 +663,7 @@ def _pixel(ax, x, y, s, name):
             (x, y), s, s, facecolor=tint(colour, 0.7), edgecolor=colour, linewidth=1
         )
     )
-    label(ax, x + s / 2, y + s / 2, name, size=8.5)
+    label(ax, x + s / 2, y + s / 2, name, size=SMALL)
 
 
 @diagram(
@@ -668,9 +684,16 @@ def draw_flatten_order():
             for j in range(2):
                 _pixel(ax, x0 + j * s, y0 + (1 - i) * s, s, f"{c}{2 * i + j + 1}")
         label(
-            ax, x0 + s, y0 - 0.18, ("red", "green", "blue")[k], size=8.5, colour="norm"
+            ax,
+            x0 + s,
+            y0 - 0.18,
+            ("red", "green", "blue")[k],
+            size=SMALL,
+            colour="norm",
         )
-    label(ax, 1.42, 0.75, "one patch: (c, p1, p2) = (3, 2, 2)", size=9, colour="norm")
+    label(
+        ax, 1.42, 0.75, "one patch: (c, p1, p2) = (3, 2, 2)", size=SMALL, colour="norm"
+    )
     order = {
         "(c p1 p2)": [f"{c}{i}" for c in "rgb" for i in range(1, 5)],
         "(p1 p2 c)": [f"{c}{i}" for i in range(1, 5) for c in "rgb"],
@@ -686,7 +709,7 @@ def draw_flatten_order():
         )
         for k, name in enumerate(names):
             _pixel(ax, 4.75 + k * s, y, s, name)
-        label(ax, 4.75, y - 0.22, notes[pattern], size=8.5, colour="norm", ha="left")
+        label(ax, 4.75, y - 0.22, notes[pattern], size=SMALL, colour="norm", ha="left")
         arrow(ax, (2.85, 1.7), (3.3, y + s / 2))
     return fig
 
@@ -704,12 +727,12 @@ def draw_patch_embed():
     fig, ax = canvas(9.6, 4.2)
     # the image, shared by both paths
     picture(ax, 4.25, 2.9, 3, 0.37, 0.35)
-    label(ax, 4.8, 2.7, "(b, c, H, W)", size=9, colour="norm")
+    label(ax, 4.8, 2.7, "(b, c, H, W)", size=SMALL, colour="norm")
     # left: patchify, then Linear
     arrow(ax, (4.15, 3.3), (1.9, 3.08))
     box(ax, 0.5, 2.55, 1.9, 0.5, "patchify", "patch")
     arrow(ax, (1.45, 2.55), (1.45, 2.08))
-    label(ax, 1.57, 2.3, "(b, n, c·p·p)", size=9, colour="norm", ha="left")
+    label(ax, 1.57, 2.3, "(b, n, c·p·p)", size=SMALL, colour="norm", ha="left")
     for k in range(9):
         square(ax, 0.55 + k * 0.2, 1.85, 0.18, "patch", light=k % 2 == 0)
     arrow(ax, (1.45, 1.8), (1.45, 1.45))
@@ -718,7 +741,7 @@ def draw_patch_embed():
     arrow(ax, (5.55, 3.3), (7.6, 3.08))
     box(ax, 7.1, 2.55, 2.1, 0.5, "Conv2d(c, d, p, stride p)", "mlp", size=9.5)
     arrow(ax, (8.15, 2.55), (8.15, 2.05))
-    label(ax, 8.27, 2.3, "(b, d, H/p, W/p)", size=9, colour="norm", ha="left")
+    label(ax, 8.27, 2.3, "(b, d, H/p, W/p)", size=SMALL, colour="norm", ha="left")
     for r in range(3):
         for c in range(3):
             ax.add_patch(
@@ -735,7 +758,7 @@ def draw_patch_embed():
     # the same tokens
     for k in range(9):
         square(ax, 3.9 + k * 0.2, 0.75, 0.18, "patch")
-    label(ax, 4.8, 0.52, "tokens (b, n, d)", size=9)
+    label(ax, 4.8, 0.52, "tokens (b, n, d)", size=SMALL)
     arrow(ax, (2.45, 1.2), (3.85, 0.85))
     arrow(ax, (7.05, 0.72), (5.75, 0.84))
     label(
@@ -749,7 +772,7 @@ def draw_patch_embed():
     return fig
 
 
-def _tokens(ax, x, y, kinds, names, w=0.34, h=1.0, light=False, size=8.5):
+def _tokens(ax, x, y, kinds, names, w=0.34, h=1.0, light=False, size=SMALL):
     """A row of tokens drawn as columns (each a vector of width d), named below."""
     for k, (kind, name) in enumerate(zip(kinds, names)):
         colour = COLOURS[kind]
@@ -800,7 +823,7 @@ def draw_cls_and_positions():
         end = _tokens(ax, x, 1.45, k, n, w=w, light=light)
         label(ax, (x + end) / 2, 2.95, title, size=9.5)
     arrow(ax, (1.95, 1.95), (2.5, 1.95))
-    label(ax, 2.22, 2.15, "prepend", size=8, colour="norm")
+    label(ax, 2.22, 2.15, "prepend", size=SMALL, colour="norm")
     label(ax, 4.72, 1.95, "+", size=16)
     label(ax, 7.02, 1.95, "=", size=16)
     # the result: each token with its position's row added (a green band)
@@ -832,7 +855,7 @@ def draw_cls_and_positions():
             x + k * (w + 0.06) + w / 2,
             1.29,
             (["cls"] + names)[k],
-            size=8.5,
+            size=SMALL,
             colour="norm",
         )
     label(
@@ -847,9 +870,9 @@ def draw_cls_and_positions():
         4.8,
         0.6,
         "one table for every image of the batch, added row by row (a row "
-        "is drawn as a column here): row i goes to the token at place i, row 0 to the "
+        "is drawn as a column here):\nrow i goes to the token at place i, row 0 to the "
         "class token",
-        size=9,
+        size=SMALL,
         colour="norm",
     )
     return fig
@@ -897,8 +920,8 @@ def draw_checkpoint_life():
             box(ax, x + 0.12, y, width - 0.24, 0.62, "", kind)
             label(ax, x + 0.22, y + 0.45, name, size=9.5, ha="left")
             files = "model, train_state" if whole else "(being deleted)"
-            label(ax, x + 0.22, y + 0.17, files, size=9, colour="norm", ha="left")
-        label(ax, x + width / 2, 0.6, note, size=9, colour="norm")
+            label(ax, x + 0.22, y + 0.17, files, size=SMALL, colour="norm", ha="left")
+        label(ax, x + width / 2, 0.6, note, size=SMALL, colour="norm")
         if i:
             arrow(ax, (x - gap + 0.02, 2.0), (x - 0.02, 2.0))
     label(
@@ -917,7 +940,7 @@ def draw_checkpoint_life():
     "Data-parallel training on two processes. Each epoch, every rank draws the same "
     "permutation of the training images (its seed is the run's seed and the epoch); rank 0 "
     "takes positions 0, 2, 4, ... of it and rank 1 positions 1, 3, 5, ..., so each image is "
-    "seen once and every rank has as many. Each rank cuts its share into batches of "
+    "seen at most once (the last n % 2 are dropped) and every rank has as many. Each rank cuts its share into batches of "
     "batch_size / 2 and runs the forward and backward pass on its own copy of the model; "
     "DDP averages the gradients over the ranks (an all-reduce) during the backward pass, so "
     "every rank's AdamW takes the same step and the copies stay equal.",
@@ -1015,14 +1038,14 @@ def draw_train_step():
     for (x, _, _, _), (nx, nw, _, _) in zip(bottom, bottom[1:]):
         arrow(ax, (x - 0.04, 1.11), (nx + nw + 0.04, 1.11))
     arrow(ax, (1.4, 1.51), (1.4, 2.46))  # back to the next batch
-    label(ax, 1.53, 1.98, "next batch", size=8.5, colour="norm", ha="left")
+    label(ax, 1.53, 1.98, "next batch", size=SMALL, colour="norm", ha="left")
     label(
         ax,
         4.8,
         0.38,
         "train_step does forward to AdamW; the loop steps the scheduler "
         "after it; after the epoch's last batch, evaluate on the validation split",
-        size=8.5,
+        size=SMALL,
         colour="norm",
     )
     label(ax, 4.8, 3.55, "one step per batch", size=10, fontweight="bold")
@@ -1068,13 +1091,13 @@ def draw_rollout():
     for x, name in zip(xs, ["1", "2", "L"]):
         _attention_square(ax, x, 2.55, s, int(name) if name != "L" else 3)
         label(ax, x + s / 2, 3.55, f"layer {name}: $A_{name}$", size=9.5)
-        label(ax, x + s / 2, 2.37, "mean of heads", size=8, colour="norm")
+        label(ax, x + s / 2, 2.37, "mean of heads", size=SMALL, colour="norm")
         arrow(ax, (x + s + 0.06, 2.92), (x + s + 0.38, 2.92))
-        label(ax, x + s + 0.22, 3.12, "+ I", size=9)
+        label(ax, x + s + 0.22, 3.12, "+ I", size=SMALL)
         _attention_square(
             ax, x + s + 0.45, 2.55, s, int(name) if name != "L" else 3, identity=True
         )
-        label(ax, x + 1.5 * s + 0.45, 2.37, "rows sum to 1", size=8, colour="norm")
+        label(ax, x + 1.5 * s + 0.45, 2.37, "rows sum to 1", size=SMALL, colour="norm")
         label(ax, x + 1.5 * s + 0.45, 3.55, f"$\\tilde A_{name}$", size=10)
     label(ax, 5.75, 2.92, "⋯", size=16)
     # the product, the class token's row, the map
@@ -1086,7 +1109,7 @@ def draw_rollout():
         2.3,
         0.9,
         "(n, n): how much each token\ndraws on each input token",
-        size=8.5,
+        size=SMALL,
         colour="norm",
     )
     arrow(ax, (3.85, 1.3), (4.55, 1.3))
@@ -1103,10 +1126,10 @@ def draw_rollout():
                 edgecolor="white",
             )
         )
-    label(ax, 5.05, 1.6, "row 0: the class token", size=8.5, colour="norm")
-    label(ax, 5.05, 0.95, "drop column 0", size=8.5, colour="norm")
+    label(ax, 5.05, 1.6, "row 0: the class token", size=SMALL, colour="norm")
+    label(ax, 5.05, 0.92, "drop column 0", size=SMALL, colour="norm")
     arrow(ax, (5.55, 1.3), (6.35, 1.3))
-    label(ax, 5.95, 1.12, "to the grid", size=8.5, colour="norm")
+    label(ax, 5.97, 1.14, "to the grid", size=SMALL, colour="norm")
     for i in range(2):  # the four patches of this sketch's five tokens
         for j in range(2):
             v = ((i + 1) * (j + 2) % 7) / 7
@@ -1119,8 +1142,8 @@ def draw_rollout():
                     edgecolor="white",
                 )
             )
-    label(ax, 6.89, 0.62, "one weight per patch", size=8.5, colour="norm")
-    label(ax, 8.35, 1.3, "drawn over\nthe image", size=9)
+    label(ax, 6.89, 0.62, "one weight per patch", size=SMALL, colour="norm")
+    label(ax, 8.35, 1.3, "drawn over\nthe image", size=SMALL)
     arrow(ax, (7.42, 1.3), (7.8, 1.3))
     return fig
 
@@ -1151,7 +1174,7 @@ def draw_conv_stem():
                         linewidth=0.6,
                     )
                 )
-        label(ax, x + size / 2, y - 0.17, label_text, size=8.5, colour="norm")
+        label(ax, x + size / 2, y - 0.17, label_text, size=SMALL, colour="norm")
 
     label(
         ax,
@@ -1178,14 +1201,20 @@ def draw_conv_stem():
     )
     image(0.5, 0.45, 0.95, "28 × 28", cells=8)
     label(
-        ax, 0.4, 1.45, "each 3×3: + BatchNorm, ReLU", size=8, colour="norm", ha="left"
+        ax,
+        1.9,
+        1.42,
+        "each 3×3: + BatchNorm, ReLU",
+        size=SMALL,
+        colour="norm",
+        ha="left",
     )
     x = 1.55
     layers = (("3×3, s2\n16", "14"), ("3×3, s2\n32", "7"), ("3×3, s2\n32", "4"))
     for text, size in layers + (("1×1\nd", "4"),):
         arrow(ax, (x, 0.92), (x + 0.3, 0.92))
-        box(ax, x + 0.35, 0.6, 0.95, 0.62, text, "mlp", size=8.5)
-        label(ax, x + 0.82, 0.42, f"{size} × {size}", size=8, colour="norm")
+        box(ax, x + 0.35, 0.6, 0.95, 0.62, text, "mlp", size=SMALL)
+        label(ax, x + 0.82, 0.42, f"{size} × {size}", size=SMALL, colour="norm")
         x += 1.3
     arrow(ax, (x, 0.92), (x + 0.3, 0.92))
     image(x + 0.35, 0.55, 0.75, "4 × 4 tokens", "patch")
@@ -1194,7 +1223,7 @@ def draw_conv_stem():
         8.6,
         2.72,
         "each token: one\n7 × 7 patch, seen\nonce, alone",
-        size=8.5,
+        size=SMALL,
         colour="norm",
     )
     label(
@@ -1202,7 +1231,7 @@ def draw_conv_stem():
         8.6,
         0.92,
         "each token: built\nfrom small views\nthat overlap",
-        size=8.5,
+        size=SMALL,
         colour="norm",
     )
     return fig
@@ -1241,27 +1270,27 @@ def draw_distillation_token():
     arrow(ax, (5.1, 1.75), (5.75, 1.05))
     box(ax, 5.8, 2.65, 1.45, 0.6, "head", "head", size=9.5)
     box(ax, 5.8, 0.75, 1.45, 0.6, "head_dist", "head", size=9.5)
-    label(ax, 5.4, 2.85, "cls", size=8, colour="norm", ha="right")
-    label(ax, 5.4, 1.15, "dist", size=8, colour="norm", ha="right")
+    label(ax, 5.4, 2.85, "cls", size=SMALL, colour="norm", ha="right")
+    label(ax, 5.4, 1.15, "dist", size=SMALL, colour="norm", ha="right")
     arrow(ax, (7.3, 2.95), (7.7, 2.95))
     arrow(ax, (7.3, 1.05), (7.7, 1.05))
-    label(ax, 7.8, 3.05, "loss against\nthe true labels", size=8.5, ha="left")
-    label(ax, 7.8, 1.15, "loss against the\nteacher's answers", size=8.5, ha="left")
+    label(ax, 7.8, 3.05, "loss against\nthe true labels", size=SMALL, ha="left")
+    label(ax, 7.8, 1.15, "loss against the\nteacher's answers", size=SMALL, ha="left")
     label(
         ax,
         6.52,
         2.0,
         "at test time:\nthe two logits\naveraged",
-        size=8.5,
+        size=SMALL,
         colour="norm",
     )
-    label(ax, 1.6, 1.12, "+ positions", size=8.5, colour="pos")
+    label(ax, 1.6, 1.12, "+ positions", size=SMALL, colour="pos")
     label(
         ax,
         1.6,
         0.72,
         "both learned tokens,\nin front of the patches",
-        size=8.5,
+        size=SMALL,
         colour="norm",
     )
     return fig
@@ -1293,7 +1322,7 @@ def draw_masked_prediction():
                 edgecolor="white",
             )
         )
-    label(ax, 1.1, 1.98, "16 patches, half hidden", size=8.5, colour="norm")
+    label(ax, 1.1, 1.98, "16 patches, half hidden", size=SMALL, colour="norm")
     arrow(ax, (1.8, 2.8), (2.25, 2.8))
     # the token row: visible patches, mask tokens in place
     x, s = 2.35, 0.19
@@ -1306,14 +1335,14 @@ def draw_masked_prediction():
         x + 1.8,
         3.15,
         "class token, then 16 tokens: a mask token at each hidden place",
-        size=8.5,
+        size=SMALL,
     )
     label(
         ax,
         x + 1.8,
         2.45,
         "+ positions (every token knows its place)",
-        size=8.5,
+        size=SMALL,
         colour="pos",
     )
     arrow(ax, (x + 1.8, 2.3), (x + 1.8, 1.95))
@@ -1340,16 +1369,16 @@ def draw_masked_prediction():
         1.3,
         "loss: mean squared\nerror on the hidden\npatches only "
         "(their\nnormalised pixels)",
-        size=8.5,
+        size=SMALL,
         ha="left",
     )
-    label(ax, 6.8, 1.85, "predicted pixels", size=8.5, colour="norm")
+    label(ax, 6.8, 1.85, "predicted pixels", size=SMALL, colour="norm")
     square(ax, 7.9, 3.65, 0.2, "cls")
-    label(ax, 8.17, 3.75, "class token", size=8.5, ha="left")
+    label(ax, 8.17, 3.75, "class token", size=SMALL, ha="left")
     square(ax, 7.9, 3.3, 0.2, "cls", light=True)
-    label(ax, 8.17, 3.4, "mask token", size=8.5, ha="left")
+    label(ax, 8.17, 3.4, "mask token", size=SMALL, ha="left")
     square(ax, 7.9, 2.95, 0.2, "patch")
-    label(ax, 8.17, 3.05, "visible patch", size=8.5, ha="left")
+    label(ax, 8.17, 3.05, "visible patch", size=SMALL, ha="left")
     return fig
 
 
@@ -1368,7 +1397,7 @@ def draw_roadmap():
     fig, ax = canvas(9.6, 4.3)
     # the model's path, left to right
     picture(ax, 0.45, 2.55, 3, 0.3, 0.28)
-    label(ax, 0.88, 2.35, "an image", size=9)
+    label(ax, 0.88, 2.35, "an image", size=SMALL)
     steps = [  # (x, width, text, kind, chapter)
         (1.6, 1.25, "patches\n→ tokens", "patch", "1"),
         (3.1, 1.4, "class token\n+ positions", "cls", "2"),
@@ -1378,7 +1407,13 @@ def draw_roadmap():
     for x, w, text, kind, where in steps:
         box(ax, x, 2.6, w, 0.75, text, kind, size=9.5)
         label(
-            ax, x + w / 2, 3.55, f"ch. {where}", size=9, colour="norm", style="italic"
+            ax,
+            x + w / 2,
+            3.55,
+            f"ch. {where}",
+            size=SMALL,
+            colour="norm",
+            style="italic",
         )
     for (x, w, *_), (nx, *_) in zip(steps, steps[1:]):
         arrow(ax, (x + w + 0.03, 2.97), (nx - 0.03, 2.97))
@@ -1412,7 +1447,7 @@ def draw_roadmap():
                     edgecolor="white",
                 )
             )
-    label(ax, 8.75, 1.95, "attention map, ch. 8", size=8.5, colour="norm")
+    label(ax, 8.75, 1.95, "attention map, ch. 8", size=SMALL, colour="norm")
     # around it
     below = [
         (0.3, 1.75, "ch. 6: train it\non a CPU (data,\nloop, checkpoints)", "norm"),
@@ -1422,13 +1457,13 @@ def draw_roadmap():
         (7.7, 1.6, "ch. 11: what\nchanged since,\nmeasured", "norm"),
     ]
     for x, w, text, kind in below:
-        box(ax, x, 0.45, w, 0.95, text, kind, size=9)
+        box(ax, x, 0.45, w, 0.95, text, kind, size=SMALL)
     label(
         ax,
         4.8,
         1.6,
         "then: make it learn, compare it, pretrain it, modernise it",
-        size=9,
+        size=SMALL,
         colour="norm",
     )
     return fig
@@ -1448,21 +1483,25 @@ def draw_roadmap():
     "learned query (11.5); the head gives the logits.",
 )
 def draw_modern_vit():
-    fig, ax = canvas(10.4, 4.6)
+    fig, ax = canvas(9.6, 4.6)
     kinds = ["cls"] * 3 + ["patch"] * 4
     names = ["cls", "reg", "reg", "1", "2", "…", "n"]
-    end = _tokens(ax, 0.35, 2.2, kinds, names, w=0.26, h=1.0)
-    label(ax, 0.48, 3.45, "class\ntoken?", size=8, colour="cls")
-    label(ax, 0.96, 3.45, "registers\n(11.1)", size=8, colour="cls")
-    label(ax, 1.95, 3.45, "patches, plain or\nshifted (11.7)", size=8, colour="patch")
+    end = _tokens(ax, 0.3, 2.2, kinds, names, w=0.3, h=1.0)
+    # each group's name over it (the first two a little apart, as their tokens are narrow)
+    label(ax, 0.38, 3.45, "class\ntoken?", size=SMALL, colour="cls")
+    label(ax, 1.05, 3.45, "registers\n(11.1)", size=SMALL, colour="cls")
+    label(
+        ax, 2.07, 3.45, "patches, plain or\nshifted (11.7)", size=SMALL, colour="patch"
+    )
     text = "+ positions: learned,\n2D sin-cos, or none\n(RoPE acts in attention,\n11.6)"
-    label(ax, 1.4, 1.55, text, size=8, colour="pos")
-    label(ax, 1.4, 4.25, "tokens", size=10, fontweight="bold")
-    arrow(ax, (end + 0.05, 2.7), (end + 0.4, 2.7))
-    x0 = end + 0.45  # one block
+    label(ax, 1.56, 1.5, text, size=SMALL, colour="pos")
+    label(ax, 1.56, 4.25, "tokens", size=10, fontweight="bold")
+    arrow(ax, (end + 0.05, 2.7), (end + 0.3, 2.7))
+    x0, width = end + 0.35, 3.1  # one block
+    stream = x0 + 2.75  # the residual stream; the boxes end 0.3 left of it
     frame = FancyBboxPatch(
         (x0, 0.45),
-        3.35,
+        width,
         3.6,
         boxstyle="round,pad=0,rounding_size=0.1",
         facecolor="none",
@@ -1470,9 +1509,16 @@ def draw_modern_vit():
         linestyle="--",
     )
     ax.add_patch(frame)
-    label(ax, x0 + 1.675, 4.25, "block × depth (chapter 4)", size=10, fontweight="bold")
-    ax.plot([x0 + 3.0, x0 + 3.0], [3.85, 0.6], color=COLOURS["ink"], lw=2.6, zorder=1)
-    label(ax, x0 + 3.0, 3.95, "stream", size=8, colour="norm")
+    label(
+        ax,
+        x0 + width / 2,
+        4.25,
+        "block × depth (chapter 4)",
+        size=10,
+        fontweight="bold",
+    )
+    ax.plot([stream, stream], [3.85, 0.6], color=COLOURS["ink"], lw=2.6, zorder=1)
+    label(ax, stream, 3.95, "stream", size=SMALL, colour="norm")
     rows = [
         ("LayerNorm", "norm"),
         ("attention: QK-norm (11.2),\nRoPE turns q, k (11.6)", "attn"),
@@ -1481,36 +1527,41 @@ def draw_modern_vit():
         ("MLP or SwiGLU (11.4)", "mlp"),
         ("× γ  LayerScale (11.3)", "mlp"),
     ]
-    y = 3.55
+    y, bx, bw = 3.55, x0 + 0.15, 2.3
     for i, (text, kind) in enumerate(rows):
         h = 0.5 if "\n" in text else 0.36
-        box(ax, x0 + 0.2, y - h, 2.5, h, text, kind, size=8.5)
+        box(ax, bx, y - h, bw, h, text, kind, size=SMALL)
         if kind == "norm":  # each branch starts from the stream, at a LayerNorm
-            arrow(ax, (x0 + 3.0, y - h / 2), (x0 + 2.72, y - h / 2))
+            arrow(ax, (stream, y - h / 2), (stream - 0.28, y - h / 2))
         if i in (2, 5):  # each branch is added to the stream
-            arrow(ax, (x0 + 2.72, y - h / 2), (x0 + 2.86, y - h / 2))
-            plus(ax, x0 + 3.0, y - h / 2)
+            arrow(ax, (stream - 0.28, y - h / 2), (stream - 0.14, y - h / 2))
+            plus(ax, stream, y - h / 2)
         elif i < 5:  # within a branch, box after box
-            arrow(ax, (x0 + 1.45, y - h - 0.02), (x0 + 1.45, y - h - 0.12))
+            arrow(ax, (bx + bw / 2, y - h - 0.02), (bx + bw / 2, y - h - 0.12))
         y -= h + 0.14
-    x1 = x0 + 3.5  # pooling and the head
-    arrow(ax, (x1 - 0.1, 2.7), (x1 + 0.25, 2.7))
+    x1 = x0 + width + 0.15  # pooling and the head
+    px, pw = x1 + 0.3, 1.6  # the pooling boxes
+    hx = px + pw + 0.35  # the head
+    arrow(ax, (x1 - 0.1, 2.7), (x1 + 0.22, 2.7))
     label(
-        ax, x1 + 1.45, 4.25, "one vector per image (11.5)", size=10, fontweight="bold"
+        ax,
+        (px + hx + 0.65) / 2,
+        4.25,
+        "one vector per image (11.5)",
+        size=10,
+        fontweight="bold",
     )
-    label(ax, x1 + 1.35, 3.75, "registers dropped", size=8.5, colour="cls")
+    label(ax, px + pw / 2, 3.75, "registers dropped", size=SMALL, colour="cls")
     pools = [("class token", "cls"), ("mean of the patches", "patch")]
     pools += [("attention pool:\none learned query", "attn")]
     for i, (text, kind) in enumerate(pools):
         yb = 3.05 - i * 0.75
-        box(
-            ax, x1 + 0.35, yb, 2.0, 0.55 if "\n" in text else 0.42, text, kind, size=8.5
-        )
+        box(ax, px, yb, pw, 0.55 if "\n" in text else 0.42, text, kind, size=SMALL)
         if i:
-            label(ax, x1 + 0.2, yb + 0.22, "or", size=8, colour="norm")
-    arrow(ax, (x1 + 2.4, 2.45), (x1 + 2.65, 2.45))
-    box(ax, x1 + 2.7, 2.2, 0.65, 0.5, "head", "head", size=9)
-    label(ax, x1 + 3.02, 1.9, "logits", size=8.5, colour="norm")
+            label(ax, px - 0.15, yb + 0.22, "or", size=SMALL, colour="norm")
+    arrow(ax, (px + pw + 0.05, 2.45), (hx - 0.05, 2.45))
+    box(ax, hx, 2.2, 0.65, 0.5, "head", "head", size=SMALL)
+    label(ax, hx + 0.325, 1.9, "logits", size=SMALL, colour="norm")
     return fig
 
 
@@ -1526,12 +1577,12 @@ def draw_modern_vit():
     "order: there a high area is good.",
 )
 def draw_deletion_curve():
-    fig, ax = canvas(10.4, 3.7)
+    fig, ax = canvas(9.6, 3.7)
     order = [5, 9, 6, 10, 1, 13, 2, 14, 4, 8, 7, 11, 0, 3, 12, 15]  # a map's order
     steps, probs = [0, 1, 2, 4, 16], ["0.97", "0.81", "0.55", "0.21", "0.12"]
-    size, step = 0.27, 0.29
+    size, step = 0.24, 0.26
     for i, (k, p) in enumerate(zip(steps, probs)):
-        x0 = 0.4 + i * 1.45
+        x0 = 0.35 + i * 1.27
         gone = set(order[:k])
         for cell in range(16):
             r, c = divmod(cell, 4)
@@ -1549,24 +1600,24 @@ def draw_deletion_curve():
                 )
             else:
                 square(ax, x0 + c * step, y, size, "patch", light=(r + c) % 2 == 0)
-        label(ax, x0 + 2 * step, 2.85, f"{k} deleted", size=9)
+        label(ax, x0 + 2 * step, 2.78, f"{k} deleted", size=SMALL)
         label(ax, x0 + 2 * step, 1.2, f"p = {p}", size=9.5, colour="head")
         if i < len(steps) - 1:
-            arrow(ax, (x0 + 4 * step + 0.05, 2.0), (x0 + 1.4, 2.0))
+            arrow(ax, (x0 + 4 * step + 0.03, 1.97), (x0 + 1.24, 1.97))
     text = "highest score first: the map's order;\np: the probability of the class the "
     label(
         ax,
-        3.3,
+        3.37,
         0.65,
         text + "model\npredicted for the whole image",
-        size=8.5,
+        size=SMALL,
         colour="norm",
     )
     # the curve: probability against the fraction deleted
-    x0, y0, w, h = 7.75, 0.75, 2.3, 2.2
+    x0, y0, w, h = 6.95, 0.75, 2.2, 2.2
     arrow(ax, (x0, y0), (x0 + w + 0.1, y0), width=1.0)
     arrow(ax, (x0, y0), (x0, y0 + h + 0.1), width=1.0)
-    label(ax, x0 + w / 2, y0 - 0.3, "fraction of patches deleted", size=8.5)
+    label(ax, x0 + w / 2, y0 - 0.3, "fraction of patches deleted", size=SMALL)
     label(ax, x0 - 0.2, y0 + h / 2, "p", size=10, colour="head")
     xs = [i / 16 for i in range(17)]
     faithful = [0.12 + 0.85 * (1 - x) ** 6 for x in xs]
@@ -1577,17 +1628,19 @@ def draw_deletion_curve():
     )
     ax.plot(fx, [y0 + h * p for p in faithful], color=COLOURS["attn"], lw=1.8)
     ax.plot(fx, [y0 + h * p for p in random_], color=COLOURS["norm"], lw=1.4, ls="--")
-    label(ax, x0 + 1.25, y0 + 1.55, "random order", size=8.5, colour="norm", ha="left")
+    label(
+        ax, x0 + 1.25, y0 + 1.55, "random order", size=SMALL, colour="norm", ha="left"
+    )
     label(
         ax,
-        x0 + 1.45,
-        y0 + 0.95,
+        x0 + 1.55,
+        y0 + 1.02,
         "faithful map:\nsmall area",
-        size=8.5,
+        size=SMALL,
         colour="attn",
         ha="left",
     )
-    arrow(ax, (x0 + 1.4, y0 + 0.8), (x0 + 0.45, y0 + 0.3), kind="attn", width=1.0)
+    arrow(ax, (x0 + 1.5, y0 + 0.84), (x0 + 0.45, y0 + 0.3), kind="attn", width=1.0)
     label(ax, x0 + w / 2, 3.35, "the deletion curve", size=10, fontweight="bold")
     return fig
 
@@ -1598,13 +1651,18 @@ def draw_deletion_curve():
 # article 62rem; measured in Chromium with a 1920x1080 window: 893 px). A browser draws an SVG
 # point as 96/72 px, scaled down to that width when the drawing is wider.
 SITE_WIDTH = 893
-SMALLEST = 9  # px: the height of the smallest letters at SITE_WIDTH
+# px: the article's width in a 1280-px-wide browser window (the same page, a narrower
+# layout): a 9.6-in drawing (922 px) is scaled down to 676 px there, a point of text to
+# 676 / (9.6 * 72) = 0.98 px
+NARROW_WIDTH = 676
+SMALLEST = 9  # px: the height of the smallest letters at SITE_WIDTH and at NARROW_WIDTH
 SYMBOLS = {"+", "×"}  # drawn on their line on purpose: the ⊕ of a residual connection
 
 
 def legibility(fig, width: float = SITE_WIDTH, smallest: float = SMALLEST) -> list:
     """What a reader of `fig` at `width` px would stumble on, as sentences: text smaller than
-    `smallest` px, two labels that overlap, a label that a drawn line runs through."""
+    `smallest` px, text that runs past the card's edge (cut off), two labels that overlap,
+    a label that a drawn line runs through."""
     import numpy as np
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.lines import Line2D
@@ -1621,6 +1679,13 @@ def legibility(fig, width: float = SITE_WIDTH, smallest: float = SMALLEST) -> li
     boxes = [
         (t.get_text(), t.get_window_extent(renderer).expanded(1, 1)) for t in texts
     ]
+    card = fig.bbox.padded(-0.04 * fig.dpi)  # canvas() draws the card 0.04 in inside
+    for text, box in boxes:
+        if not (
+            card.x0 <= box.x0 < box.x1 <= card.x1
+            and card.y0 <= box.y0 < box.y1 <= card.y1
+        ):
+            found.append(f"{text!r} runs past the card's edge")
     for i, (a, box_a) in enumerate(boxes):
         for b, box_b in boxes[i + 1 :]:
             wide = min(box_a.x1, box_b.x1) - max(box_a.x0, box_b.x0)

@@ -113,17 +113,21 @@ def test_the_sources_rebuild_the_committed_files(tmp_path):
 # --- what a reader sees at the site's width (diagrams.legibility) ---
 
 
+@pytest.mark.parametrize("width", [diagrams.SITE_WIDTH, diagrams.NARROW_WIDTH])
 @pytest.mark.parametrize("name", sorted(diagrams.DIAGRAMS))
-def test_each_diagram_reads_at_the_sites_width(name):
+def test_each_diagram_reads_at_the_sites_width(name, width):
+    """At the widest layout and at the narrow one (a 1280-px window), where the drawing is
+    scaled down the most: every letter at least SMALLEST px, no label over another or
+    under a line."""
     import matplotlib.pyplot as plt
 
     with plt.rc_context(diagrams.STYLE):
         fig = diagrams.DIAGRAMS[name].draw()
         try:
-            problems = diagrams.legibility(fig)
+            problems = diagrams.legibility(fig, width)
         finally:
             plt.close(fig)
-    assert not problems, f"{name}: {problems}"
+    assert not problems, f"{name} at {width} px: {problems}"
 
 
 def test_the_reading_rule_sees_small_text_overlaps_and_crossed_labels():
@@ -138,9 +142,18 @@ def test_the_reading_rule_sees_small_text_overlaps_and_crossed_labels():
         ax.plot([7, 8], [1, 1])
         diagrams.plus(ax, 9, 1)  # a ⊕ sits on its line on purpose
         ax.plot([8.7, 9.3], [1, 1])
+        diagrams.label(ax, 9.6, 1.7, "cut off")  # half of it past the card's edge
+        diagrams.label(ax, 2.3, 1.6, "nine", size=9)  # 11.6 px at 893, 8.8 px at 676
         problems = diagrams.legibility(fig)
+        narrow = diagrams.legibility(fig, diagrams.NARROW_WIDTH)
         plt.close(fig)
     assert any(p.startswith("'tiny' is 6.5 px") for p in problems), problems
     assert "'one label' overlaps 'another'" in problems, problems
     assert "a line runs through 'crossed'" in problems, problems
-    assert len(problems) == 3, problems
+    assert "'cut off' runs past the card's edge" in problems, problems
+    assert len(problems) == 4, problems
+    # the narrow layout shows this 9.6-in drawing at 0.98 px a point: 9 pt is too small
+    assert set(narrow) - set(problems) == {
+        "'tiny' is 4.9 px high at 676 px",
+        "'nine' is 8.8 px high at 676 px",
+    }, narrow
