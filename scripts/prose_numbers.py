@@ -7,7 +7,9 @@ come from somewhere a reader can check: an output of that page, a log under
 benchmarks/results/, or the run-times table of book/setup.md (which scripts/run_times.py
 writes from the executions). A prose number matches a source number at its printed
 precision: "89.9%" matches 89.92 and 0.8992, not 89.8; "4.1 points" also matches the
-difference of two percentages that its sentence quotes and a source shows.
+difference of two percentages that its sentence quotes and a source shows. A percentage
+that a paragraph under a figure quotes from the figure's titles must be printed by the cell
+that drew the figure.
 The rubrics and model answers of book/instructors.md are held to their chapter's outputs and
 the logs the same way. Numbers in code, in math and in sentences that cite a paper or a
 specification are exempt,
@@ -52,6 +54,11 @@ SPAN = re.compile(r"(?<![\w.,])(\d+(?:\.\d+)?)%?\s?(?:-|–|to)\s?(\d+(?:\.\d+)?
 # must print it as "5 heads"; digits ("12 heads") give a model's shape, a setting
 WORDS = "two three four five six seven eight nine ten eleven twelve".split()
 HEADS = re.compile(r"(?<![\w-])(" + "|".join(WORDS) + r") heads\b", re.I)
+# a paragraph under a figure that quotes the figure's titles: its percentages must be
+# printed by the cell that drew it (see against_titles)
+TITLES = re.compile(r"\btitles?\b", re.I)
+PERCENT = re.compile(r"(?<![\w.,])(\d+)(?:\.(\d+))?%")
+IMAGES = {"image/png", "image/svg+xml", "image/jpeg"}
 MARKS = re.compile(r"Exercise \d+[a-z]?\.\d+ \(")
 MARK = re.compile(r"\s*- \d+ points?:")  # a rubric's "- 1 point: ...", whole
 CITES = re.compile(r"et al\.|\(\d{4}\)|, \d{4}\)|paper|https?://|specification")
@@ -80,14 +87,18 @@ EXEMPT = {  # (page, number as printed): why it needs no output
 }
 
 
+def _words(cell: dict) -> str:
+    """A markdown cell's text without code, fenced blocks and math."""
+    text = "".join(cell["source"])
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    return re.sub(r"`[^`]*`|\$[^$]*\$", "", text)
+
+
 def prose(notebook: dict):
     """(cell id, text) of each markdown cell, without code, fenced blocks and math."""
     for cell in notebook["cells"]:
         if cell["cell_type"] == "markdown":
-            text = "".join(cell["source"])
-            text = re.sub(r"```.*?```", "", text, flags=re.S)
-            text = re.sub(r"`[^`]*`|\$[^$]*\$", "", text)
-            yield cell.get("id", "?"), text
+            yield cell.get("id", "?"), _words(cell)
 
 
 def output_text(notebook: dict) -> str:
@@ -207,12 +218,39 @@ def overlapping(notebook: dict) -> list:
     return found
 
 
+def against_titles(notebook: dict) -> list:
+    """[(cell id, percentage as printed, paragraph)] of each percentage that a paragraph
+    naming a figure's titles quotes, under the figure, and that the cell drawing it does
+    not print. Titles are drawn, not printed, so a page-wide match could pair the number
+    with another output (a 93% test accuracy for a title's 91%): the figure's cell must
+    print what its titles say."""
+    found, cells = [], notebook["cells"]
+    for figure, cell in zip(cells, cells[1:]):
+        if cell["cell_type"] != "markdown" or figure["cell_type"] != "code":
+            continue
+        outputs = figure.get("outputs", [])
+        if not any(set(o.get("data", {})) & IMAGES for o in outputs):
+            continue
+        printed = numbers(output_text({"cells": [figure]}))
+        for paragraph in re.split(r"\n\s*\n|\n(?=- )", _words(cell)):
+            if not TITLES.search(paragraph):
+                continue
+            for m in PERCENT.finditer(paragraph):
+                decimals = len(m.group(2) or "")
+                value = round(float(m.group(1) + "." + (m.group(2) or "0")), decimals)
+                if not _matches(value, decimals, "%", printed, strict=False):
+                    text = " ".join(paragraph.split())
+                    found.append((cell.get("id", "?"), m.group(0), text))
+    return found
+
+
 def unmatched(notebook_path: Path, shared: set) -> list:
     """[(cell id, number as printed, sentence)] of the prose numbers nothing shows."""
     notebook = json.loads(notebook_path.read_text())
     found = _unmatched(
         notebook, notebook_path.stem, numbers(output_text(notebook)), shared
     )
+    found += [(c, f"{n} (titles)", s) for c, n, s in against_titles(notebook)]
     return found + [(c, "ranges apart", s) for c, s in overlapping(notebook)]
 
 

@@ -120,3 +120,55 @@ def _page(tmp_path, prose: str, output: str) -> Path:
 def test_the_rule_on_a_made_up_page(tmp_path, prose, output, wrong):
     found = prose_numbers.unmatched(_page(tmp_path, prose, output), set())
     assert [number for _, number, _ in found] == wrong
+
+
+def _figure_page(tmp_path, printed: str, prose: str) -> Path:
+    """A page whose figure cell prints `printed` under the prose `prose`, and whose last
+    cell prints a test accuracy of 93%."""
+    figure = {
+        "cell_type": "code",
+        "id": "f",
+        "metadata": {},
+        "source": [],
+        "outputs": [
+            {"output_type": "stream", "name": "stdout", "text": [printed]},
+            {
+                "output_type": "display_data",
+                "data": {"image/png": "", "text/plain": ""},
+            },
+        ],
+    }
+    words = {"cell_type": "markdown", "id": "m", "metadata": {}, "source": [prose]}
+    table = {
+        "cell_type": "code",
+        "id": "t",
+        "metadata": {},
+        "source": [],
+        "outputs": [{"output_type": "stream", "name": "stdout", "text": ["test 93%"]}],
+    }
+    path = tmp_path / "99_page.ipynb"
+    path.write_text(json.dumps({"cells": [figure, words, table]}))
+    return path
+
+
+@pytest.mark.parametrize(
+    "printed, prose, wrong",
+    [
+        ("titles: Coat 91% | Shirt 91%", "The titles show 91% on each mistake.", []),
+        # 93% is on the page, but not in the figure's titles
+        (
+            "titles: Coat 91% | Shirt 91%",
+            "The surest mistake is made at 93%, as the titles show.",
+            ["93% (titles)"],
+        ),
+        # the titles drawn but not printed: the rule cannot see them
+        ("nothing", "Every title says 93%.", ["93% (titles)"]),
+        # a paragraph that does not quote the titles is held to the page, as before
+        ("nothing", "The test accuracy is 93%.", []),
+    ],
+)
+def test_a_percentage_quoted_from_a_figure_s_titles_is_what_its_cell_prints(
+    tmp_path, printed, prose, wrong
+):
+    found = prose_numbers.unmatched(_figure_page(tmp_path, printed, prose), set())
+    assert [number for _, number, _ in found] == wrong
