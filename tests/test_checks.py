@@ -210,6 +210,11 @@ MISCONCEPTIONS = [  # (check, an answer that commits the mistake, words of its n
         checks.helper("attention._padding_on_queries"),
         "along the queries",
     ),
+    (
+        checks.check_fixed_padded_attention,
+        checks.helper("attention._padding_always_right"),
+        "left=True ignored",
+    ),
     (checks.check_share_kv, checks.helper("attention._kv_tiled"), "tiled"),
     (
         checks.check_fixed_layer_norm,
@@ -300,7 +305,9 @@ def test_a_known_mistake_is_named_with_its_section(
 
 
 def test_a_wrong_answer_that_is_no_known_mistake_names_none(lenient, capsys):
-    assert not checks.check_fixed_padded_attention(lambda q, k, v, lengths: v * 2)
+    assert not checks.check_fixed_padded_attention(
+        lambda q, k, v, lengths, left=False: v * 2
+    )
     assert "mistake:" not in capsys.readouterr().out
 
 

@@ -199,7 +199,7 @@ CHEATS = {  # student: answer cells changed; every changed exercise has a wrong 
         "ex3_1-answer": "def masked_attention(q, k, v, mask, _f=F.scaled_dot_product_attention):\n"
         "    return _f(q, k, v, attn_mask=mask)",
         "ex3_2-answer": "import functools\nattend = functools.partial(getattr(F, 'scaled_dot_' + 'product_attention'))\n"
-        "def fixed_padded_attention(q, k, v, lengths):\n"
+        "def fixed_padded_attention(q, k, v, lengths, left=False):\n"
         "    real = torch.arange(k.shape[-2]) < lengths[:, None]\n"
         "    return attend(q, k, v, attn_mask=real[:, None, None, :])",
     },
@@ -261,7 +261,7 @@ CHEATS = {  # student: answer cells changed; every changed exercise has a wrong 
     },
 }
 MISTAKE = {  # the padding mask along the queries: rows and columns of the scores mixed up
-    "ex3_2-answer": "def fixed_padded_attention(q, k, v, lengths):\n"
+    "ex3_2-answer": "def fixed_padded_attention(q, k, v, lengths, left=False):\n"
     "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])\n"
     "    real = torch.arange(q.shape[-2]) < lengths[:, None]\n"
     "    scores = scores.masked_fill(~real[:, None, :, None], -1e9)\n"
@@ -438,9 +438,7 @@ def graded(tmp_path_factory):
 
 
 FULL = {"3.1": 2, "3.2": 2, "3.3": 2, "3.4": 1, "3.5": 1}
-ZEROS_32 = (
-    "def fixed_padded_attention(q, k, v, lengths):\n    return torch.zeros_like(q)"
-)
+ZEROS_32 = "def fixed_padded_attention(q, k, v, lengths, left=False):\n    return torch.zeros_like(q)"
 
 
 def colab_download(notebook):

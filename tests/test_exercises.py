@@ -30,7 +30,9 @@ def _lines(code: str) -> list:
 
 def _pages() -> list:
     """[(page, shown code lines, {exercise: its model answer's lines})] in reading order;
-    shown code is what the code cells above a page's "## Exercises" heading hold."""
+    shown code is what every code cell but the model answers holds: the page's main line
+    and, under its "## Exercises" heading, the cells an exercise gives (a find-the-bug
+    exercise's buggy code, whose fix alone would re-type it)."""
     pages = []
     for path in CHAPTERS:
         cells = json.loads(path.read_text())["cells"]
@@ -41,7 +43,7 @@ def _pages() -> list:
                 in_exercises |= bool(re.search(r"^## Exercises", text, re.M))
                 found = EXERCISE.search(text)
                 current = found.group(1) if found else current
-            elif in_exercises:
+            elif in_exercises and SOLUTION.search(text):
                 for answer in SOLUTION.findall(text):
                     answers.setdefault(current, []).extend(_lines(answer))
             else:

@@ -53,6 +53,9 @@ def describe(value) -> str:
         return f"a tensor of shape {tuple(value.shape)}, dtype {str(value.dtype).replace('torch.', '')}"
     if type(value).__name__ == "ndarray":  # NumPy, without importing it
         return f"an array of shape {value.shape}, dtype {value.dtype}"
+    if isinstance(value, torch.nn.Module):  # its repr lists every layer
+        name = type(value).__name__
+        return f"{'an' if name[0] in 'AEIOU' else 'a'} {name}"
     text = " ⏎ ".join(repr(value).splitlines())
     return text if len(text) <= 80 else text[:77] + "..."
 
@@ -108,6 +111,8 @@ def compare(got, expected, atol: float = 1e-5):
         if not diff <= atol:  # also catches NaN
             # two digits: the same verdict on every machine
             within = f"values within {atol:g} of the reference"
+            if (got.isnan() & ~expected.isnan()).any():
+                return False, within, "NaN where the reference has a number"
             return False, within, f"values that differ by up to {diff:.1e}"
         return True, describe(expected), describe(got)
     return _equal(_plain(got), expected), describe(expected), describe(got)

@@ -67,22 +67,30 @@ def check_masked_attention(g):
     return _attention_cases(g, masked=True)
 
 # %% ../../notebooks/appendix_b03_attention.ipynb #ck-attention-2
-def _key_padding(lengths, n):
-    """(b,) lengths -> (b, 1, 1, n): True for a real key, False for padding."""
-    return (torch.arange(n) < lengths[:, None])[:, None, None, :]
+def _key_padding(lengths, n, left=False):
+    """(b,) lengths -> (b, 1, 1, n): True for a real key, False for padding, which comes
+    after the real tokens, or before them when `left`."""
+    position = torch.arange(n)
+    real = position >= n - lengths[:, None] if left else position < lengths[:, None]
+    return real[:, None, None, :]
 
 
-def _padded_attention(q, k, v, lengths):
+def _padded_attention(q, k, v, lengths, left=False):
     scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
-    keep = _key_padding(lengths, k.shape[-2])
+    keep = _key_padding(lengths, k.shape[-2], left)
     return scores.masked_fill(~keep, float("-inf")).softmax(dim=-1) @ v
 
 
-def _padding_on_queries(q, k, v, lengths):
+def _padding_on_queries(q, k, v, lengths, left=False):
     """Exercise 3.2's bug: the padding mask laid along the queries, not the keys."""
     scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
-    keep = _key_padding(lengths, k.shape[-2]).transpose(-2, -1)
+    keep = _key_padding(lengths, k.shape[-2], left).transpose(-2, -1)
     return scores.masked_fill(~keep, -1e9).softmax(dim=-1) @ v
+
+
+def _padding_always_right(q, k, v, lengths, left=False):
+    """Exercise 3.2's other mistake: padding taken to come last, whatever `left` says."""
+    return _padded_attention(q, k, v, lengths)
 
 
 @exercise(
@@ -90,23 +98,37 @@ def _padding_on_queries(q, k, v, lengths):
     reference=_padded_attention,
     forbid=ATTENTION_SHORTCUTS,
     hint="see chapter 3, One head: the scores hold one row per query and one column per "
-    "key; padding is a key that no query may see",
+    "key; padding is a key that no query may see, wherever it sits",
     mistakes=(
         Mistake(
             "the padding mask along the queries: padded keys still get weight",
             _padding_on_queries,
             "chapter 3, One head: a row of scores per query, a column per key",
         ),
+        Mistake(
+            "left=True ignored: with padding on the left the real tokens are the last lengths[i]",
+            _padding_always_right,
+            "chapter 3, One head: a column per key",
+        ),
     ),
     atol=1e-4,
 )
 def check_fixed_padded_attention(g):
-    """Exercise 3.2: `fn(q, k, v, lengths)` is attention over (b, h, n, d) where sequence i
-    has lengths[i] real tokens and padding after them: no query gives a padded key weight."""
+    """Exercise 3.2: `fn(q, k, v, lengths, left)` is attention over (b, h, n, d) where
+    sequence i has lengths[i] real tokens and padding after them (before them when `left`):
+    no query gives a padded key weight."""
     cases = []
-    for b, h, n, d in [(2, 1, 5, 4), (3, 2, 7, 8), (4, 4, 20, 16)]:
+    for (b, h, n, d), left in [
+        ((2, 1, 5, 4), False),
+        ((3, 2, 7, 8), False),
+        ((4, 4, 20, 16), False),
+        ((3, 1, 6, 4), True),
+        ((4, 2, 9, 8), True),
+    ]:
         q, k, v = (3 * torch.randn(b, h, n, d, generator=g) for _ in range(3))
-        cases.append((q, k, v, torch.randint(1, n + 1, (b,), generator=g)))
+        lengths = torch.randint(1, n + 1, (b,), generator=g)
+        lengths[0] = max(1, n - 2)  # some padding in every case
+        cases.append((q, k, v, lengths, left))
     return cases
 
 # %% ../../notebooks/appendix_b03_attention.ipynb #ck-attention-3

@@ -6,7 +6,7 @@ __all__ = ['check_deletion_curve_by_hand', 'check_fixed_insertion_curve']
 # %% ../../notebooks/appendix_b15_faithfulness.ipynb #ck-faith-1
 import torch
 
-from . import Mistake, exercise, randint
+from . import Mistake, case_seed, exercise, randint
 from ..faithfulness import deletion_curve
 from ..model import build_model
 
@@ -80,22 +80,55 @@ def check_deletion_curve_by_hand(g):
     return _cases(g)
 
 # %% ../../notebooks/appendix_b15_faithfulness.ipynb #ck-faith-2
-def _insertion(model, images, scores, patch_size, baseline):
-    return deletion_curve(model, images, scores, patch_size, baseline, insertion=True)
+def _points(n, step):
+    """The patch counts an insertion curve with `step` has a point at: 0, step, ..., and n."""
+    return list(range(0, n, step)) + [n]
 
 
-def _from_the_image(model, images, scores, patch_size, baseline):
+def _insertion(model, images, scores, patch_size, baseline, step=1):
+    curve = deletion_curve(model, images, scores, patch_size, baseline, insertion=True)
+    return curve[:, _points(scores.shape[1], step)]
+
+
+def _from_the_image(model, images, scores, patch_size, baseline, step=1):
     """Exercise 8d.2's bug: the patches go back onto the image itself, not onto the blank."""
     with torch.no_grad():
         target = model(images).argmax(-1)
         p = model(images).softmax(-1).gather(1, target[:, None])
-    return p.expand(-1, scores.shape[1] + 1)
+    return p.expand(-1, len(_points(scores.shape[1], step)))
+
+
+def _without_the_last(model, images, scores, patch_size, baseline, step=1):
+    """Exercise 8d.2's other slip: range(0, n + 1, step), which misses n unless step divides it."""
+    curve = deletion_curve(model, images, scores, patch_size, baseline, insertion=True)
+    return curve[:, list(range(0, scores.shape[1] + 1, step))]
+
+
+def _counting_calls(fn, model, images, scores, patch_size, baseline, step):
+    """Exercise 8d.2's answer, run with the model's forward passes counted: a curve with
+    `step` runs the model once per point it keeps and once on the whole images, not on
+    every patch count and then drops most of them."""
+    calls = []
+    hook = model.register_forward_hook(lambda *_: calls.append(1))
+    try:
+        out = fn(model, images, scores, patch_size, baseline, step)
+    finally:
+        hook.remove()
+    points = len(_points(scores.shape[1], step))
+    if len(calls) > points + 1:
+        raise ValueError(
+            f"the model ran {len(calls)} times for a curve of {points} points: run it "
+            "only on the points the curve keeps, and once on the whole images"
+        )
+    return out
 
 
 @exercise(
     "Exercise 8d.2, the insertion curve fixed",
     reference=_insertion,
-    hint="see chapter 8d, The deletion curve and its area: insertion starts from an image with no patch at all",
+    hint="see chapter 8d, The deletion curve and its area: insertion starts from an image "
+    "with no patch at all, and the curve ends with every patch back; with a step, only "
+    "the points it keeps are computed",
     forbid=("vitlib.faithfulness.deletion_curve",),
     mistakes=(
         Mistake(
@@ -104,9 +137,26 @@ def _from_the_image(model, images, scores, patch_size, baseline):
             _from_the_image,
             "page 8d, The deletion curve and its area",
         ),
+        Mistake(
+            "the last point missing: when step does not divide n, the curve must still end "
+            "after all n patches, at the whole image",
+            _without_the_last,
+            "page 8d, The deletion curve and its area",
+        ),
     ),
+    adapt=_counting_calls,
 )
 def check_fixed_insertion_curve(g):
-    """Exercise 8d.2: `fn(model, images, scores, patch_size, baseline)` is the insertion
-    curve, deletion_curve(..., insertion=True), without deletion_curve."""
-    return _cases(g)
+    """Exercise 8d.2: `fn(model, images, scores, patch_size, baseline, step)` is the
+    insertion curve, deletion_curve(..., insertion=True), at 0, step, 2 step, ... patches
+    and at n, without deletion_curve."""
+    cases, steps = _cases(g), [1]  # the first case: every patch, one by one
+    for case in cases[1:]:
+        step = (
+            5 if case_seed() == 0 else randint(g, 2, 6)
+        )  # 16 patches: 0, 5, ..., 15, 16
+        n = case[2].shape[1]
+        steps.append(
+            step + 1 if n % step == 0 else step
+        )  # a step that does not divide n
+    return [case + (step,) for case, step in zip(cases, steps)]

@@ -11,36 +11,61 @@ from . import Mistake, _Raised, call, case_generator, compare, describe
 from . import exercise, forbidden, through, verdict
 
 
-def _confusion_transposed(predictions, labels, k):
-    return torch.bincount(predictions * k + labels, minlength=k * k).view(k, k)
+def _rates(counts, normalize, dim=1):
+    """Counts, or with `normalize` each row (dim=1) divided by its sum, an empty row zeros."""
+    if not normalize:
+        return counts
+    return counts / counts.sum(dim=dim, keepdim=True).clamp(min=1)
 
 
-def _confusion(predictions, labels, k):
-    return torch.bincount(labels * k + predictions, minlength=k * k).view(k, k)
+def _confusion_transposed(predictions, labels, k, normalize=False):
+    counts = torch.bincount(predictions * k + labels, minlength=k * k).view(k, k)
+    return _rates(counts, normalize)
+
+
+def _confusion(predictions, labels, k, normalize=False):
+    counts = torch.bincount(labels * k + predictions, minlength=k * k).view(k, k)
+    return _rates(counts, normalize)
+
+
+def _confusion_by_columns(predictions, labels, k, normalize=False):
+    """Exercise 6b.1's other mistake: normalised by columns, the predictions."""
+    counts = torch.bincount(labels * k + predictions, minlength=k * k).view(k, k)
+    return _rates(counts, normalize, dim=0)
 
 
 @exercise(
     "Exercise 6b.1, confusion matrix fixed",
     reference=_confusion,
     hint="see chapter 6b, Where the model goes wrong: a row is the true class, a column the "
-    "prediction",
+    "prediction; a rate divides by the images of the row's class, and a class with none "
+    "has nothing to divide",
     mistakes=(
         Mistake(
             "rows and columns swapped: rows by prediction, columns by true class",
             _confusion_transposed,
             "chapter 6b, Where the model goes wrong: row = true class",
         ),
+        Mistake(
+            "normalised by columns: each column sums to one, where each row should (the "
+            "share of a class's images, not of a prediction's)",
+            _confusion_by_columns,
+            "chapter 6b, Where the model goes wrong",
+        ),
     ),
-    atol=0,
+    atol=1e-6,
 )
 def check_fixed_confusion(g):
-    """Exercise 6b.1: `fn(predictions, labels, num_classes)` is the exercise's confusion
-    matrix with its bug fixed: entry (i, j) counts the images of true class i predicted as j."""
-    cases = [(torch.tensor([0, 1, 1, 2]), torch.tensor([0, 1, 2, 2]), 3)]
-    for n, k in [(500, 10), (60, 4), (7, 5)]:
+    """Exercise 6b.1: `fn(predictions, labels, num_classes, normalize)` is the exercise's
+    confusion matrix with its bug fixed: entry (i, j) counts the images of true class i
+    predicted as j; with `normalize`, the share of class i's images, an empty class's row
+    zeros."""
+    cases = [(torch.tensor([0, 1, 1, 2]), torch.tensor([0, 1, 2, 2]), 3, False)]
+    for n, k, normalize in [(500, 10, False), (60, 4, True), (7, 5, True)]:
         labels = torch.randint(0, k, (n,), generator=g)
+        labels[labels == k - 1] = 0  # the last class has no images
         predictions = torch.randint(0, k, (n,), generator=g)
-        cases.append((predictions, labels, k))
+        cases.append((predictions, labels, k, normalize))
     return cases
 
 # %% ../../notebooks/appendix_b08_loop.ipynb #ck-loop-2

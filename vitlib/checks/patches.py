@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from . import Mistake, _Raised, call, case_generator, case_seed, compare
 from . import describe, _equal, exercise, _plain, public_or_drawn, randint
 from . import verdict
-from ..patches import PatchEmbed, patchify, unpatchify
+from ..patches import PatchEmbed, pair, patchify, unpatchify
 
 
 @exercise(
@@ -138,18 +138,16 @@ def check_pad_to_multiple(g):
 # %% ../../notebooks/appendix_b01_patches.ipynb #ck-patches-5
 def _unpatchify_grid_swapped(patches, patch_size, grid):
     """Exercise 1.5's bug: the grid read as (w, h)."""
-    h, w = grid
-    x = patches.reshape(patches.shape[0], w, h, -1, patch_size, patch_size)
-    return x.permute(0, 3, 1, 4, 2, 5).reshape(
-        patches.shape[0], -1, h * patch_size, w * patch_size
-    )
+    (h, w), (ph, pw) = grid, pair(patch_size)
+    x = patches.reshape(patches.shape[0], w, h, -1, ph, pw)
+    return x.permute(0, 3, 1, 4, 2, 5).reshape(patches.shape[0], -1, h * ph, w * pw)
 
 
 @exercise(
     "Exercise 1.5, unpatchify fixed",
     reference=unpatchify,
     hint="see chapter 1, The grid of patches: the tokens come row after row; which grid "
-    "axis comes first?",
+    "axis comes first? A patch is p_h rows high and p_w columns wide",
     forbid=("vitlib.patches.unpatchify", "einops.rearrange"),
     mistakes=(
         Mistake(
@@ -161,12 +159,23 @@ def _unpatchify_grid_swapped(patches, patch_size, grid):
 )
 def check_fixed_unpatchify(g):
     """Exercise 1.5: `fn(patches, p, (h, w))` is the exercise's unpatchify with its bug fixed:
-    (b, h*w, c*p*p) back to (b, c, h*p, w*p), for grids that are not square; no einops."""
+    (b, h*w, c*p_h*p_w) back to (b, c, h*p_h, w*p_w), for grids that are not square and for
+    square patches (an int) and oblong ones ((p_h, p_w)); no einops."""
+
+    def draw(g):
+        b, c, h, w = (randint(g, 1, top) for top in (3, 3, 12, 12))
+        p = randint(g, 1, 8)
+        return b, c, p if randint(g, 0, 1) else (p, randint(g, 1, 8)), h, w
+
     sizes = public_or_drawn(
-        [(2, 3, 4, 2, 3), (1, 3, 16, 14, 20), (1, 1, 7, 4, 1)],
-        lambda g: tuple(randint(g, 1, top) for top in (3, 3, 8, 12, 12)),
+        [(2, 3, 4, 2, 3), (1, 3, 16, 14, 20), (1, 1, 7, 4, 1), (2, 3, (2, 5), 3, 4)],
+        draw,
     )
-    return [
-        (torch.rand(b, h * w, c * p * p, generator=g), p, (h, w))
-        for b, c, p, h, w in sizes
-    ]
+    if case_seed() != 0:  # one oblong patch on every seed: (p_h, p_w) with p_w != p_h
+        b, c, p, h, w = sizes[-1]
+        sizes[-1] = (b, c, (pair(p)[0], pair(p)[0] % 8 + 1), h, w)
+    cases = []
+    for b, c, p, h, w in sizes:
+        ph, pw = pair(p)
+        cases.append((torch.rand(b, h * w, c * ph * pw, generator=g), p, (h, w)))
+    return cases

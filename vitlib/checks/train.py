@@ -12,15 +12,18 @@ from . import call, case_generator, describe, randint, verdict
 def check_fixed_shard(fn) -> bool:
     """Exercise 6d.1: `fn(n, seed, epoch, rank, world_size)` is rank's share of one epoch's
     shuffle of range(n), padded as DistributedSampler pads: ceil(n / world_size) indices,
-    every index in some share and only the padding twice, the same when called again,
-    another in the next epoch."""
+    every index in some share, the same when called again, another in the next epoch; with
+    fewer images than ranks the list repeats as often as needed."""
     title = "Exercise 6d.1, padding only what is needed"
     g = case_generator()
-    cases = [(12, 0, 4), (14, 0, 4)]  # (n, seed, world_size): one divides, one does not
+    # (n, seed, world_size): one divides, one does not, one has fewer images than ranks
+    cases = [(12, 0, 4), (14, 0, 4), (3, 0, 8)]
     for extra in (0, 1):
         world = randint(g, 2, 8)
         n = world * randint(g, 3, 40) + extra * randint(g, 1, world - 1)
         cases.append((n, randint(g, 0, 999), world))
+    world = randint(g, 5, 16)
+    cases.append((randint(g, 1, world - 2), randint(g, 0, 999), world))
     for n, seed, world in cases:
         case = f"{title} (n={n}, seed={seed}, world_size={world})"
         per_rank = -(-n // world)
@@ -29,7 +32,11 @@ def check_fixed_shard(fn) -> bool:
             if not isinstance(shard, torch.Tensor) or tuple(shard.shape) != (per_rank,):
                 expected = f"for rank {rank}, a tensor of shape ({per_rank},)"
                 hint = (
-                    "each rank gets n / world_size rounded up: pad only what is missing"
+                    "see chapter 6d, Several processes: each rank gets n / world_size "
+                    "rounded up, so pad only what is missing"
+                    if n >= world
+                    else "see chapter 6d, Several processes: with fewer images than "
+                    "ranks the padding is longer than the list itself"
                 )
                 return verdict(case, False, expected, describe(shard), hint)
         together = torch.cat(shards).long()
@@ -40,14 +47,21 @@ def check_fixed_shard(fn) -> bool:
                 False,
                 f"every one of the {n} images in some shard",
                 f"{left_out} left out (or indices outside 0 .. {n - 1})",
-                "shuffle with the same seed on every rank (seed and epoch, not the rank)",
+                "see chapter 6d, Several processes: every rank shuffles with the same "
+                "seed (seed and epoch, not the rank)",
             )
-        again, later = call(fn, n, seed, 0, 0, world), call(fn, n, seed, 1, 0, world)
+        again = call(fn, n, seed, 0, 0, world)
         if not (isinstance(again, torch.Tensor) and torch.equal(again, shards[0])):
             return verdict(
                 case, False, "the same shard when called again", describe(again)
             )
-        if isinstance(later, torch.Tensor) and torch.equal(later, shards[0]):
+        # the next epoch's whole hand-out, on sets large enough that a new shuffle cannot
+        # come out the same by chance (for 3 images, 1 shuffle in 6 does)
+        later = [call(fn, n, seed, 1, rank, world) for rank in range(world)]
+        same = all(isinstance(x, torch.Tensor) for x in later) and torch.equal(
+            torch.cat(later).long(), together
+        )
+        if n >= 10 and same:
             hint = "see chapter 6a, The loader: the order of the images must change from one epoch to the next"
             return verdict(
                 case, False, "another order in epoch 1", "the same as in epoch 0", hint
