@@ -137,11 +137,21 @@ def table(root: Path = ROOT) -> str:
         longest = max(total(stem, k, found, root) or 0 for k in records)
         gpu = "at most the CPU time" if longest > LONG else "not needed"
         gpu = gpu if uses_gpu(stem, root) else "no help: the page computes on the CPU"
+        gpu = GPU_ONLY.get(stem, gpu)
         lines.append(f"| {page} | {' | '.join(cells)} | {colab} | {gpu} |")
     return "\n".join(lines)
 
 
 ESTIMATE = "at most the CPU time (an estimate: not measured yet)"
+# pages with a cell that runs only on a GPU, which a CPU run skips: the CPU time leaves it out
+GPU_NOTE = {
+    "07_recipes_cifar10": "In Colab, the CPU runtime runs the page in about the time above and "
+    "skips its last training cell; a GPU runtime runs that cell too, `cifar10-gpu` for 200 "
+    "epochs, which takes hours on a T4 (section CIFAR-10 on a GPU).",
+}
+GPU_ONLY = {
+    "06d_training_for_real": "the CPU time, plus training `fashion-gpu` (page 6d estimates it)",
+}
 
 
 def uses_gpu(stem: str, root: Path = ROOT) -> bool:
@@ -174,6 +184,7 @@ def page_note(stem: str, found: dict, root: Path = ROOT) -> str:
         if uses_gpu(stem, root)
         else "A GPU does not help here: the page computes on the CPU."
     )
+    gpu = GPU_NOTE.get(stem, gpu)
     return (
         f"{NOTE} Its full run took {minutes(seconds)} on two threads of {article(kind)}"
         f"{first}{also}. Every page's time on each kind of machine is in the set-up page's "

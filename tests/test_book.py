@@ -203,6 +203,43 @@ def test_runtime_dependencies_are_the_seven():
     ]
 
 
+def test_the_book_extra_installs_every_package_the_chapters_import():
+    # a learner's `pip install "vitlib[book] @ ..."` (the set-up page) must run every chapter
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    installed = {
+        d.split(">")[0].split("=")[0].split("<")[0].strip()
+        for d in project["dependencies"] + project["optional-dependencies"]["book"]
+    }
+    distribution = {  # an import's name -> the package that installs it
+        "cv2": "opencv-python-headless",
+        "skimage": "scikit-image",
+        "IPython": "jupyterlab",  # through ipykernel
+        "vitlib": "vitlib",
+    }
+    imported = set()
+    for path in sorted((ROOT / "notebooks").glob("[01]*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] == "code":
+                code = "".join(cell["source"])
+                found = re.findall(
+                    r"^\s*(?:import|from) ([A-Za-z_]\w*)[\w.]* ?(?:import|$|,| as)",
+                    code,
+                    re.M,
+                )
+                imported |= {
+                    name for name in found if name not in sys.stdlib_module_names
+                }
+    missing = {
+        name
+        for name in imported
+        if distribution.get(name, name) not in installed | {"vitlib"}
+    }
+    assert not missing, (
+        f"imported by a chapter, installed by neither vitlib nor [book]: {missing}"
+    )
+    assert imported >= {"cv2", "skimage", "timm", "transformers", "onnx"}, imported
+
+
 def test_vitlib_imports_and_runs_without_jupyter():
     # Block every Jupyter, figure-only and reference package, then import all of vitlib and use it.
     script = """

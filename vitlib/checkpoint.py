@@ -79,7 +79,7 @@ def save_checkpoint(
     the epoch and the dataset's name as metadata) and, with an optimizer,
     train_state.safetensors (with `splits`, the images in each split, so that a resume on
     other data is refused). Written as a .partial folder and
-    renamed when whole; then older checkpoints go. Returns the folder."""
+    renamed when whole; then the other checkpoints go. Returns the folder."""
     out = Path(out)
     for left in [*out.glob("*.partial"), *out.glob("*.old")]:  # left by a crash
         shutil.rmtree(left)
@@ -101,7 +101,7 @@ def save_checkpoint(
         _write(tensors, {**meta, **extra}, partial / TRAIN_STATE)
     shutil.rmtree(folder, ignore_errors=True)  # the same epoch, saved again
     os.replace(partial, folder)  # from here on, the new checkpoint is there whole
-    # every other checkpoint goes, even a later epoch left by an earlier, longer run
+    # then every other checkpoint goes
     for old in [c for c in checkpoints(out) if c != folder]:
         retired = old.with_name(old.name + ".old")
         os.replace(old, retired)  # no longer a checkpoint, before a byte is deleted
