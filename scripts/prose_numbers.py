@@ -9,7 +9,9 @@ writes from the executions). A prose number matches a source number at its print
 precision: "89.9%" matches 89.92 and 0.8992, not 89.8; "4.1 points" also matches the
 difference of two percentages that its sentence quotes and a source shows. A percentage
 that a paragraph under a figure quotes from the figure's titles must be printed by the cell
-that drew the figure.
+that drew the figure. A ratio printed to three places is the page's own measurement unless
+its sentence names a log (a `.txt` under benchmarks/results/): only the page's outputs may
+match it, since a log can hold the same digits by chance.
 The rubrics and model answers of book/instructors.md are held to their chapter's outputs and
 the logs the same way. Numbers in code, in math and in sentences that cite a paper or a
 specification are exempt,
@@ -59,6 +61,7 @@ HEADS = re.compile(r"(?<![\w-])(" + "|".join(WORDS) + r") heads\b", re.I)
 TITLES = re.compile(r"\btitles?\b", re.I)
 PERCENT = re.compile(r"(?<![\w.,])(\d+)(?:\.(\d+))?%")
 IMAGES = {"image/png", "image/svg+xml", "image/jpeg"}
+NAMES_LOG = re.compile(r"\.txt\b|benchmarks/results|\blogs?\b")
 MARKS = re.compile(r"Exercise \d+[a-z]?\.\d+ \(")
 MARK = re.compile(r"\s*- \d+ points?:")  # a rubric's "- 1 point: ...", whole
 CITES = re.compile(r"et al\.|\(\d{4}\)|, \d{4}\)|paper|https?://|specification")
@@ -91,6 +94,7 @@ def _words(cell: dict) -> str:
     """A markdown cell's text without code, fenced blocks and math."""
     text = "".join(cell["source"])
     text = re.sub(r"```.*?```", "", text, flags=re.S)
+    text = re.sub(r"`[^`]*\.txt`|`benchmarks/results[^`]*`", " a log ", text)  # named
     return re.sub(r"`[^`]*`|\$[^$]*\$", "", text)
 
 
@@ -288,8 +292,11 @@ def _unmatched(notebook: dict, stem: str, own: set, shared: set) -> list:
     shown, missing = {}, []  # shown: {sentence: its percentages that a source shows}
     for quote in _quoted(notebook, stem):
         _, sentence, _, value, decimals, unit = quote
+        # a ratio, printed to three places, from a sentence that names no log is the page's
+        # own measurement: only its outputs may match it, not a log that holds the digits
+        logs = shared if unit or NAMES_LOG.search(sentence) else set()
         if _matches(value, decimals, unit, own, strict=False) or _matches(
-            value, decimals, unit, shared
+            value, decimals, unit, logs
         ):
             if unit == "%":
                 shown.setdefault(sentence, set()).add(value)

@@ -172,3 +172,22 @@ def test_a_percentage_quoted_from_a_figure_s_titles_is_what_its_cell_prints(
 ):
     found = prose_numbers.unmatched(_figure_page(tmp_path, printed, prose), set())
     assert [number for _, number, _ in found] == wrong
+
+
+@pytest.mark.parametrize(
+    "prose, wrong",
+    [
+        # a ratio from the page's own run must be the page's, not digits a log happens to hold
+        ("The fast path ran 1.018 times as fast.", ["1.018"]),
+        ("The fast path ran 1.000 times as fast.", []),
+        # a sentence that names its log may quote it
+        ("The log agrees: 1.018 (`benchmarks/results/speed.txt`).", []),
+        ("Longer runs give 1.018 (`speed_cpu.txt`).", []),
+    ],
+)
+def test_a_ratio_is_the_page_s_own_unless_its_sentence_names_a_log(
+    tmp_path, prose, wrong
+):
+    shared = {(1.018, "")}  # a log's number
+    found = prose_numbers.unmatched(_page(tmp_path, prose, "speed 1.000"), shared)
+    assert [number for _, number, _ in found] == wrong
