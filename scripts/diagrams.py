@@ -397,6 +397,118 @@ def draw_vit():
 
 
 @diagram(
+    "fast-path",
+    "notebooks/05b_vit_weights.ipynb",
+    "The fast path for a head that reads the class token, in two panels. Left, a block "
+    "before the last (blocks 1 to depth − 1): every token's row. The queries of all "
+    "n + 1 tokens, the class token and patches 1 to n, meet the keys of all n + 1 "
+    "tokens: an (n + 1) × (n + 1) grid of scores, every cell computed. Each row's "
+    "weights average the values into that token's output, the MLP runs on every token, "
+    "and all n + 1 go on to the next block. Right, the last block (block depth): only "
+    "the class token's row. The head reads the class token alone, so only its query is "
+    "computed, against the keys and values of all n + 1 tokens: one row of 1 × (n + 1) "
+    "scores; the other n rows, their outputs and their MLPs are skipped. The class "
+    "token's one output goes through the last block's MLP, the final LayerNorm and the "
+    "head, which gives the logits: the same logits as when every row is computed, with "
+    "less work.",
+)
+def draw_fast_path():
+    fig, ax = canvas(9.6, 4.3)
+    names = ["cls", "1", "2", "3", "…", "n"]
+    kinds = ["cls"] + ["patch"] * 5
+    c, k = 0.3, len(names)  # a cell's side; n + 1 tokens, as a sketch
+    gy = 0.8  # the grids' bottom
+    top = gy + k * c  # the grids' top
+    ax.plot([4.75, 4.75], [0.25, 4.05], color="#DDDDDD", lw=1)
+    titles = (
+        ("a block before the last: every token's row", "blocks 1 to depth − 1"),
+        (
+            "the last block: only the class token's row",
+            "block depth: the head reads the class token alone",
+        ),
+    )
+    for panel, (px, (title, note)) in enumerate(zip((0.25, 4.95), titles)):
+        last = panel == 1
+        gx = px + 0.85  # the grid's left edge
+        label(ax, px + 2.15, 3.85, title, size=10, fontweight="bold")
+        label(ax, px + 2.15, 3.55, note, size=SMALL, colour="norm", style="italic")
+        # the keys (and values): every token, in both blocks
+        for j, kind in enumerate(kinds):
+            square(ax, gx + j * c + 0.02, top + 0.12, c - 0.04, kind)
+        label(ax, gx + k * c / 2, top + 0.6, "keys, values: all n + 1", size=SMALL)
+        label(ax, px + 0.45, top + 0.6, "queries", size=SMALL)
+        for i, (name, kind) in enumerate(zip(names, kinds)):
+            y = top - (i + 1) * c  # row i, from the top
+            skipped = last and i > 0
+            square(ax, px + 0.47, y + 0.02, c - 0.04, kind, light=skipped)
+            label(ax, px + 0.4, y + c / 2, name, size=SMALL, colour="norm", ha="right")
+            for j in range(k):
+                v = ((i * 7 + j * 3 + 4) % 11) / 11  # made-up weights: a picture
+                face = "#F2F2F2" if skipped else tint(COLOURS["attn"], 0.15 + 0.75 * v)
+                ax.add_patch(
+                    Rectangle(
+                        (gx + j * c, y),
+                        c,
+                        c,
+                        facecolor=face,
+                        edgecolor="white",
+                        linewidth=0.8,
+                    )
+                )
+        scores = "1 × (n + 1) scores" if last else "(n + 1) × (n + 1) scores"
+        label(ax, gx + k * c / 2, gy - 0.22, scores, size=SMALL, colour="attn")
+        ox = gx + k * c + 0.35  # the outputs' column
+        mx, mw = ox + 0.5, 0.65  # the MLP's
+        if not last:
+            for i, kind in enumerate(kinds):
+                y = top - (i + 1) * c
+                arrow(ax, (gx + k * c + 0.05, y + c / 2), (ox - 0.04, y + c / 2))
+                square(ax, ox, y + 0.02, c - 0.04, kind)
+            arrow(ax, (ox + c + 0.02, gy + k * c / 2), (mx - 0.04, gy + k * c / 2))
+            box(ax, mx, gy, mw, k * c, "MLP:\nevery\ntoken", "mlp", size=SMALL)
+            arrow(ax, (mx + mw / 2, gy - 0.05), (mx + mw / 2, gy - 0.35))
+            label(ax, mx + mw / 2, gy - 0.52, "to the next block", size=SMALL)
+            continue
+        # the last block: the n patch rows are not computed
+        ax.add_patch(
+            Rectangle(
+                (gx, gy),
+                k * c,
+                (k - 1) * c,
+                fill=False,
+                hatch="///",
+                edgecolor="#C8C8C8",
+                linewidth=0,
+            )
+        )
+        label(
+            ax,
+            gx + k * c / 2,
+            gy + (k - 1) * c / 2,
+            "n rows skipped",
+            size=SMALL,
+            colour="norm",
+            bbox=dict(boxstyle="round,pad=0.25", facecolor="white", edgecolor="none"),
+        )
+        y = top - c  # the class token's row goes on, alone
+        arrow(ax, (gx + k * c + 0.05, y + c / 2), (ox - 0.04, y + c / 2))
+        square(ax, ox, y + 0.02, c - 0.04, "cls")
+        arrow(ax, (ox + c + 0.02, y + c / 2), (mx - 0.04, y + c / 2))
+        box(ax, mx, y, mw, c, "MLP", "mlp", size=SMALL)
+        cx, bw, bh = mx + mw / 2, 1.2, c
+        chain = (("final LayerNorm", "norm"), ("head", "head"))
+        below = y
+        for i, (text, kind) in enumerate(chain):
+            by = y - (2 * i + 2) * c
+            arrow(ax, (cx, below - 0.03), (cx, by + bh + 0.03))
+            box(ax, cx - bw / 2, by, bw, bh, text, kind, size=SMALL)
+            below = by
+        arrow(ax, (cx, below - 0.03), (cx, below - 0.3))
+        label(ax, cx, below - 0.47, "logits", size=SMALL, colour="head")
+    return fig
+
+
+@diagram(
     "one-head",
     "notebooks/03_attention.ipynb",
     "One attention head: the tokens x (n, d) go through three Linear layers W_Q, W_K and "
@@ -886,8 +998,8 @@ def draw_cls_and_positions():
     "into a folder epoch-0007.partial beside it; a crash now leaves epoch 6 whole, and the "
     "next save deletes the partial folder. The rename: epoch-0007.partial becomes "
     "epoch-0007 in one atomic step. Retiring: epoch 6 is renamed epoch-0006.old, then "
-    "deleted. At every moment out/ holds one complete checkpoint, which load_checkpoint(out) "
-    "reads.",
+    "deleted. At every moment out/ holds at least one complete checkpoint, the newest of "
+    "which load_checkpoint(out) reads.",
 )
 def draw_checkpoint_life():
     fig, ax = canvas(9.6, 3.6)
@@ -928,7 +1040,7 @@ def draw_checkpoint_life():
         ax,
         4.8,
         0.2,
-        "at every moment out/ holds one complete checkpoint: load_checkpoint(out) reads it",
+        "at every moment out/ holds a complete checkpoint: load_checkpoint(out) reads the newest",
         size=9.5,
     )
     return fig

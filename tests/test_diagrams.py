@@ -25,6 +25,7 @@ EXPECTED = {
     "notebooks/03_attention.ipynb": {"one-head", "fused-qkv"},
     "notebooks/04_block.ipynb": {"pre-post-ln"},
     "notebooks/05a_vit.ipynb": {"vit"},
+    "notebooks/05b_vit_weights.ipynb": {"fast-path"},
     "notebooks/06b_fashion_mnist.ipynb": {"train-step"},
     "notebooks/06c_checkpoints.ipynb": {"checkpoint-life"},
     "notebooks/06d_training_for_real.ipynb": {"ddp-shards"},
