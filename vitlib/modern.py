@@ -145,9 +145,8 @@ class AttentionPool(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         (b, n, d), h = x.shape, self.num_heads
-        q = (
-            self.q(self.latent).view(1, h, 1, d // h).expand(b, -1, -1, -1)
-        )  # (b, h, 1, d/h)
+        # (b, h, 1, d/h)
+        q = self.q(self.latent).view(1, h, 1, d // h).expand(b, -1, -1, -1)
         k, v = self.kv(x).view(b, n, 2, h, d // h).permute(2, 0, 3, 1, 4)
         out = F.scaled_dot_product_attention(q, k, v)  # (b, h, 1, d/h)
         out = self.proj(out.transpose(1, 2).reshape(b, 1, d))

@@ -317,9 +317,8 @@ def prefix_attention(attn, x: torch.Tensor, rows: int) -> torch.Tensor:
     q = F.linear(x[:, :rows], w_q, b_q).view(b, rows, h, d // h).transpose(1, 2)
     kv = F.linear(x, w_kv, b_kv).view(b, n, 2, h, d // h).permute(2, 0, 3, 1, 4)
     p = attn.attn_drop.p if attn.training else 0.0
-    out = F.scaled_dot_product_attention(
-        q, *kv.unbind(0), dropout_p=p
-    )  # (b, h, rows, d/h)
+    # (b, h, rows, d/h)
+    out = F.scaled_dot_product_attention(q, *kv.unbind(0), dropout_p=p)
     return attn.proj_drop(attn.proj(out.transpose(1, 2).flatten(2)))
 
 
