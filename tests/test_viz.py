@@ -109,6 +109,10 @@ def test_figures():
         images, torch.rand(5, 4, 4), [f"image {i}" for i in range(5)], ncols=3
     )
     assert len(fig2.axes) == 2 * 2 * 3
+    # compared maps on one scale: a colour bar says which
+    fig3 = plot_overlays(images, torch.rand(5, 4, 4), ["x"] * 5, ncols=3, limits=(0, 1))
+    assert len(fig3.axes) == 2 * 2 * 3 + 1
+    assert fig3.axes[-1].get_ylabel() == "map (before blending)"
     plt.close("all")
 
 

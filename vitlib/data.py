@@ -323,9 +323,8 @@ def hold_out(self, size: int = VAL_SIZE, seed: int = 0) -> "ImageData":
     counts = labels.bincount(minlength=self.num_classes)
     exact = counts.double() * size / n  # each class's share of `size`
     quota = exact.floor().long()
-    extra = (
-        (exact - quota).sort(descending=True, stable=True).indices
-    )  # ties: lower class
+    # ties: lower class
+    extra = (exact - quota).sort(descending=True, stable=True).indices
     quota[extra[: size - quota.sum()]] += 1
     starts = (counts.cumsum(0) - counts).tolist()
     picked = torch.cat([grouped[s : s + q] for s, q in zip(starts, quota.tolist())])

@@ -68,11 +68,14 @@ def heatmap_overlay(
     return cv2.addWeighted(colour, alpha, rgb, 1 - alpha, 0)
 
 # %% ../notebooks/08a_attention_drawing.ipynb #c021a
-def plot_overlays(images, maps, titles, ncols: int = 2, size=(112, 112)):
+def plot_overlays(images, maps, titles, ncols: int = 2, size=(112, 112), limits=None):
     """Images (b, c, H, W) side by side with their maps (b, h, w) blended over them:
     two panels per example, `ncols` examples a row, `titles` above each pair. Each panel
-    is about 2 inches wide, so a page shows it large. Returns the figure."""
+    is about 2 inches wide, so a page shows it large. Each map is scaled to its own range,
+    or with `limits` (low, high) all to one, shown by a colour bar. Returns the figure."""
     import matplotlib.pyplot as plt
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import Normalize
 
     b = len(images)
     nrows = -(-b // ncols)  # rounded up
@@ -83,6 +86,10 @@ def plot_overlays(images, maps, titles, ncols: int = 2, size=(112, 112)):
     for k in range(b):
         r, c = divmod(k, ncols)
         axes[r, 2 * c].imshow(rgb_uint8(images[k]))
-        axes[r, 2 * c + 1].imshow(heatmap_overlay(images[k], maps[k], size=size))
+        overlay = heatmap_overlay(images[k], maps[k], size=size, limits=limits)
+        axes[r, 2 * c + 1].imshow(overlay)
         axes[r, 2 * c].set_title(titles[k], fontsize=8, loc="left")
+    if limits is not None:  # one scale for every map: say which
+        scale = ScalarMappable(Normalize(*limits), "inferno")
+        fig.colorbar(scale, ax=axes, shrink=0.7, label="map (before blending)")
     return fig
