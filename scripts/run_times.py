@@ -145,6 +145,8 @@ def table(root: Path = ROOT) -> str:
 ESTIMATE = "at most the CPU time (an estimate: not measured yet)"
 # pages with a cell that runs only on a GPU, which a CPU run skips: the CPU time leaves it out
 GPU_NOTE = {
+    "08b_attention_maps": "A GPU helps only when chapter 6's model must be trained first: "
+    "this page's own cells take seconds on a CPU.",
     "11_modern_vit": "A GPU saves little here: most of the time is section 11.10's runs of a "
     "fixed minute each, which a GPU would not shorten, only train further, and their numbers "
     "would then differ from the page's.",
