@@ -1,7 +1,7 @@
 """Numbers in the prose that no output shows (`python scripts/prose_numbers.py`).
 
 Every number with a unit in a page's prose (%, s, ms, seconds, minutes, GFLOP, MB, GB, px,
-points), every count of heads written in words ("five heads", a result read off a table), and
+points, parameters), every count of heads written in words ("five heads", a result read off a table), and
 every number printed to three decimal places without one (a ratio, a loss), must
 come from somewhere a reader can check: an output of that page, a log under
 benchmarks/results/, or the run-times table of book/setup.md (which scripts/run_times.py
@@ -11,7 +11,9 @@ difference of two percentages that its sentence quotes and a source shows. A per
 that a paragraph under a figure quotes from the figure's titles must be printed by the cell
 that drew the figure. A ratio printed to three places is the page's own measurement unless
 its sentence names a log (a `.txt` under benchmarks/results/): only the page's outputs may
-match it, since a log can hold the same digits by chance.
+match it, since a log can hold the same digits by chance. A count of parameters is exact
+("205,386") or read at its significant places ("about 200,000"); one after "fewer than" is a
+bound, not a result. A sentence that names another page ("page 5a") may quote its outputs.
 The rubrics and model answers of book/instructors.md are held to their chapter's outputs and
 the logs the same way. Numbers in code, in math and in sentences that cite a paper or a
 specification are exempt,
@@ -19,6 +21,7 @@ and so are the few in EXEMPT, each with its reason. tests/test_prose_numbers.py 
 any other.
 """
 
+import functools
 import itertools
 import json
 import re
@@ -26,7 +29,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-UNITS = r"%|\s?(?:s|ms|seconds?|minutes?|min|GFLOPs?|MB|GB|px|pixels?|points?)\b"
+UNITS = r"%|\s?(?:s|ms|seconds?|minutes?|min|GFLOPs?|MB|GB|px|pixels?|points?|parameters?)\b"
 KINDS = {
     "second": "s",
     "seconds": "s",
@@ -35,6 +38,7 @@ KINDS = {
     "GFLOPs": "GFLOP",
     "pixel": "px",
     "pixels": "px",
+    "parameter": "parameters",
 }
 UNIT_AFTER = re.compile(r"\s?(%|[A-Za-z]+)")
 QUOTED = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(" + UNITS + ")")
@@ -64,6 +68,11 @@ IMAGES = {"image/png", "image/svg+xml", "image/jpeg"}
 NAMES_LOG = re.compile(r"\.txt\b|benchmarks/results|\blogs?\b")
 MARKS = re.compile(r"Exercise \d+[a-z]?\.\d+ \(")
 MARK = re.compile(r"\s*- \d+ points?:")  # a rubric's "- 1 point: ...", whole
+BOUND = re.compile(
+    r"\b(?:fewer|less|more) than\s+$|\b(?:under|below|above|at most|at least)\s+$"
+)
+# a sentence that names another page ("page 5a") may quote that page's outputs
+PAGES = re.compile(r"\bpages? (\d{1,2}[a-d]?)\b")
 CITES = re.compile(r"et al\.|\(\d{4}\)|, \d{4}\)|paper|https?://|specification")
 
 EXEMPT = {  # (page, number as printed): why it needs no output
@@ -175,6 +184,16 @@ def _quoted(notebook: dict, stem: str):
                     continue
                 decimals = len(m.group(2) or "")
                 digits = m.group(1).replace(",", "") + "." + (m.group(2) or "0")
+                if unit.startswith("parameter"):
+                    if BOUND.search(sentence[: m.start()]):
+                        continue  # a constraint ("fewer than 50,000"), not a result
+                    # "about 200,000" is read at its significant places (205,386)
+                    whole = m.group(1).replace(",", "")
+                    decimals = (
+                        -(len(whole) - len(whole.rstrip("0")))
+                        if not m.group(2)
+                        else decimals
+                    )
                 yield (
                     cell_id,
                     sentence,
@@ -295,7 +314,8 @@ def _unmatched(notebook: dict, stem: str, own: set, shared: set) -> list:
         # a ratio, printed to three places, from a sentence that names no log is the page's
         # own measurement: only its outputs may match it, not a log that holds the digits
         logs = shared if unit or NAMES_LOG.search(sentence) else set()
-        if _matches(value, decimals, unit, own, strict=False) or _matches(
+        named = set().union(*(page_numbers(p) for p in PAGES.findall(sentence)))
+        if _matches(value, decimals, unit, own | named, strict=False) or _matches(
             value, decimals, unit, logs
         ):
             if unit == "%":
@@ -310,6 +330,16 @@ def _unmatched(notebook: dict, stem: str, own: set, shared: set) -> list:
         if not (unit == "points" and _matches(value, decimals, unit, gaps)):
             found.append((cell_id, printed, " ".join(sentence.split())))
     return found
+
+
+@functools.lru_cache
+def page_numbers(page: str, root: Path = ROOT) -> set:
+    """The numbers that the outputs of page `page` ("5a": 05a_vit) show; none if no such page."""
+    number, letter = re.fullmatch(r"(\d+)([a-d]?)", page).groups()
+    found = [
+        p for p in chapters(root) if re.match(f"{int(number):02d}{letter}_", p.name)
+    ]
+    return numbers(output_text(json.loads(found[0].read_text()))) if found else set()
 
 
 def chapters(root: Path = ROOT) -> list:

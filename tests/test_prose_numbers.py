@@ -115,6 +115,28 @@ def _page(tmp_path, prose: str, output: str) -> Path:
         ("Seven heads look farther.", "farther than even: 5 heads", ["Seven heads"]),
         ("Five heads look farther.", "layer 5, head 2", ["Five heads"]),
         ("ViT-B/16 has 12 heads.", "nothing", []),  # digits: a model's shape
+        # a count of parameters, exact, or read at its significant places after "about"
+        ("It has 205,386 parameters.", "parameters 205,386", []),
+        ("It has 205,387 parameters.", "parameters 205,386", ["205,387 parameters"]),
+        ("It has about 200,000 parameters.", "parameters 205,386", []),
+        (
+            "It has about 300,000 parameters.",
+            "parameters 205,386",
+            ["300,000 parameters"],
+        ),
+        ("Design one with fewer than 50,000 parameters.", "nothing", []),  # a bound
+        # a sentence that names another page may quote its outputs (page 5a's presets)
+        ("The cifar preset has 6,268,810 parameters (page 5a).", "nothing", []),
+        (
+            "The cifar preset has 6,268,811 parameters (page 5a).",
+            "nothing",
+            ["6,268,811 parameters"],
+        ),
+        (
+            "The cifar preset has 6,268,810 parameters.",
+            "nothing",
+            ["6,268,810 parameters"],
+        ),
     ],
 )
 def test_the_rule_on_a_made_up_page(tmp_path, prose, output, wrong):
