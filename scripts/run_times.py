@@ -112,9 +112,8 @@ def _cell(stem: str, kind: str, found: dict, root: Path) -> str:
         return "not run"
     text = minutes(record["seconds"])
     if stem in TRAINS_FIRST and total(stem, kind, found, root) is not None:
-        text += (
-            f" ({minutes(total(stem, kind, found, root))} training chapter 6's model)"
-        )
+        with_training = minutes(total(stem, kind, found, root))
+        text += f" ({with_training} when it trains chapter 6's model first)"
     if machine(latest(stem, root)[1]) != kind:
         text += " †"
     return text
@@ -126,14 +125,21 @@ def table(root: Path = ROOT) -> str:
     lines = [
         "| page | "
         + " | ".join(f"{k}, 2 threads" for k in kinds)
-        + " | Colab CPU (estimate) | Colab's T4 GPU (estimate) |",
+        + " | Colab CPU (estimate) | Colab's T4 GPU (a guess: not measured) |",
         "|---|" + "---|" * (len(kinds) + 2),
     ]
     for stem, records in found.items():
         page = stem.split("_")[0].lstrip("0")
         cells = [_cell(stem, k, found, root) for k in kinds]
-        measured = [r["seconds"] for k, r in records.items() if k in kinds]
+        # a fresh Colab runtime holds no runs/fashion: such a page trains chapter 6's model
+        measured = [
+            total(stem, k, found, root) or r["seconds"]
+            for k, r in records.items()
+            if k in kinds
+        ]
         colab = span(min(measured), max(measured)) if measured else "not measured"
+        if stem in TRAINS_FIRST:
+            colab += ", training chapter 6's model first"
         longest = max(total(stem, k, found, root) or 0 for k in records)
         gpu = "at most the CPU time" if longest > LONG else "not needed"
         gpu = gpu if uses_gpu(stem, root) else "no help: the page computes on the CPU"
