@@ -120,8 +120,12 @@ def test_a_run_on_a_time_budget_does_not_resume(small, tmp_path):
     config, out = replace(CONFIG, epochs=1), tmp_path / "run"
     train(_model(), small, config, out, progress=False, seconds=0.5)
     for seconds in (None, 0.5):  # with a clock, or without one
+        model = _model()
+        before = {k: v.clone() for k, v in model.state_dict().items()}
         with pytest.raises(RunRefused, match="cannot resume"):
-            train(_model(), small, config, out, True, progress=False, seconds=seconds)
+            train(model, small, config, out, True, progress=False, seconds=seconds)
+        # refused before the checkpoint's weights were read into the caller's model
+        assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
 
 
 @pytest.mark.parametrize("stop", [1, 2])

@@ -24,11 +24,6 @@ from .loop import TrainConfig, WarmupCosine, batches, classify
 from .loop import evaluate, make_optimizer, train_step
 from .utils import amp_dtype, grad_scaler, hardware
 
-try:
-    import fcntl  # locks a run's folder (Linux, macOS; Windows has none)
-except ImportError:
-    fcntl = None
-
 # %% ../notebooks/06d_training_for_real.ipynb #c015
 def distributed() -> tuple:
     """(rank, world size): (0, 1) unless torch.distributed is running (torchrun)."""
@@ -225,6 +220,11 @@ def _run_folder(out) -> Path:
     return folder
 
 # %% ../notebooks/06d_training_for_real.ipynb #c025b
+try:
+    import fcntl  # locks a run's folder (Linux, macOS; Windows has none)
+except ImportError:
+    fcntl = None
+
 _HELD = {}  # the folders this process's runs hold: resolved path -> the thread's id
 
 
@@ -299,17 +299,19 @@ def _prepare(model, data, config, out, resume, stop_after, tested=True, clock=No
     scaler = grad_scaler(data.device)
     history = {k: [] for k in HISTORY_KEYS}
     if resume and out is not None and checkpoints(out):
+        # the run's state first, the weights last: a refused resume leaves `model` alone
+        state = (optimizer, scheduler, scaler, config)
+        newest, sizes = checkpoints(out)[-1], split_sizes(data)
         try:
-            _, info = load_checkpoint(out, model, data.device)
-            state = (optimizer, scheduler, scaler, config)
-            history = load_train_state(info["folder"], *state, splits=split_sizes(data))
+            history = load_train_state(newest, *state, splits=sizes)
+            # a clock now, or a clock's schedule in the checkpoint (its warm_at came back)
+            if clock is not None or hasattr(scheduler.lr_lambdas[0], "warm_at"):
+                raise ValueError(
+                    "a run on a time budget cannot resume (its clock is gone): start afresh"
+                )
+            load_checkpoint(newest, model, data.device)
         except ValueError as error:  # another config, or no usable checkpoint
             raise RunRefused(str(error), "resume") from None
-        if clock is not None or hasattr(scheduler.lr_lambdas[0], "warm_at"):
-            why = (
-                "a run on a time budget cannot resume (its clock is gone): start afresh"
-            )
-            raise RunRefused(why, "resume")
     return loader, optimizer, scheduler, scaler, history
 
 # %% ../notebooks/06d_training_for_real.ipynb #c027a
