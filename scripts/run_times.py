@@ -182,8 +182,12 @@ def page_note(stem: str, found: dict, root: Path = ROOT) -> str:
     if stem in TRAINS_FIRST and trained_first(stem, root):
         first = ", training chapter 6's model first (`runs/fashion` held none)"
     elif stem in TRAINS_FIRST and total(stem, kind, found, root) is not None:
-        extra = minutes(total(stem, kind, found, root) - seconds)
-        first = f", and {extra} more to train chapter 6's model if `runs/fashion` holds none"
+        whole = total(stem, kind, found, root)
+        extra, whole = minutes(whole - seconds), minutes(whole)
+        first = (
+            f", and {extra} more ({whole} in all) to train chapter 6's model first if "
+            "`runs/fashion` holds none"
+        )
     others = [
         f"{minutes(r['seconds'])} on {article(k)} (an earlier version of the page)"
         for k, r in found[stem].items()

@@ -128,12 +128,11 @@ def test_forbidden_functions_raise_only_inside_and_everywhere(monkeypatch, capsy
     assert "write this one yourself" in capsys.readouterr().out
 
     # a check that wraps the student's function still reaches the student's own names
-    def distance_with_the_library(weights, patch_size):
-        side = int(weights.shape[0] ** 0.5)
-        distances = patch_distances((side, side), patch_size)
-        return (weights.double() * distances).sum(-1).mean()
+    def share_with_the_library(weights, grid, patch_size, radius):
+        near = patch_distances(grid, patch_size) <= radius
+        return (weights.double() * near).sum(-1).mean()
 
-    assert not checks.check_head_distance(distance_with_the_library)
+    assert not checks.check_local_share(share_with_the_library)
     assert "without vitlib.rollout.patch_distances" in capsys.readouterr().out
 
 

@@ -443,7 +443,7 @@ HOMES = {  # vitlib.checks.<module> holds the checks of the page that wrote vitl
     "train": ("check_fixed_shard",),
     "ablations": ("check_fixed_mixup", "check_smoothed_cross_entropy"),
     "viz": ("check_fixed_detail_map", "check_blend_by_heat"),
-    "rollout": ("check_fixed_patch_centres", "check_head_distance"),
+    "rollout": ("check_fixed_patch_centres", "check_local_share"),
     "live": ("check_canvas_to_input", "check_fixed_occlude_block"),
     "faithfulness": ("check_deletion_curve_by_hand", "check_fixed_insertion_curve"),
     "cnn": (
