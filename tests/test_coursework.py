@@ -83,10 +83,10 @@ def test_annotate_reads_points_and_kinds():
 def test_a_table_of_public_answers_fails_under_another_seed(monkeypatch, capsys):
     table = {192: 148224, 384: 591360, 768: 2362368, 1024: 4198400}
     monkeypatch.setenv("VITLIB_STRICT_CHECKS", "0")
-    assert checks.check_attention_parameters(lambda dim: table[dim])
+    assert checks.check_attention_parameters(lambda dim, heads: table[dim])
     monkeypatch.setenv("VITLIB_CHECK_SEED", "7")
-    assert not checks.check_attention_parameters(lambda dim: table[dim])
-    assert checks.check_attention_parameters(lambda dim: 4 * dim * dim + 4 * dim)
+    assert not checks.check_attention_parameters(lambda dim, heads: table[dim])
+    assert checks.check_attention_parameters(lambda dim, heads: 4 * dim * dim + 4 * dim)
     assert "KeyError" in capsys.readouterr().out
 
 

@@ -173,8 +173,13 @@ def check_share_kv(g):
     ] + [(torch.randn(1, 4, 2, 2, generator=g), 1)]  # one group: nothing to copy
 
 # %% ../../notebooks/appendix_b03_attention.ipynb #ck-attention-4
-def _attention_parameters(dim):
-    return sum(p.numel() for p in MultiHeadAttention(dim, heads=1).parameters())
+def _attention_parameters(dim, heads):
+    return sum(p.numel() for p in MultiHeadAttention(dim, heads).parameters())
+
+
+def _per_head(dim, heads):
+    """The output projection counted once per head, as if each head had its own."""
+    return 3 * dim * dim + 3 * dim + heads * (dim * dim + dim)
 
 
 @exercise(
@@ -182,9 +187,20 @@ def _attention_parameters(dim):
     reference=_attention_parameters,
     hint="see chapter 3, Many heads (version 3): count the weights and the biases of "
     "each Linear layer the module holds",
+    mistakes=(
+        Mistake(
+            "the output projection counted once per head: there is one, from the joined heads",
+            _per_head,
+            "chapter 3, Many heads",
+        ),
+    ),
 )
 def check_attention_parameters(g):
-    """Exercise 3.5: `fn(dim)` counts the parameters of multi-head attention with biases."""
-    return public_or_drawn(
-        [(192,), (384,), (768,), (1024,)], lambda g: (8 * randint(g, 1, 160),)
-    )
+    """Exercise 3.5: `fn(dim, heads)` counts the parameters of MultiHeadAttention(dim,
+    heads), biases included."""
+
+    def draw(g):
+        heads = randint(g, 1, 16)
+        return heads * 8 * randint(g, 1, 12), heads
+
+    return public_or_drawn([(192, 3), (384, 6), (768, 12), (1024, 16)], draw)
