@@ -254,9 +254,8 @@ def randomise_top(model, parts: int, seed: int = 0):
     with torch.random.fork_rng(devices=[]):  # the caller's random state stays as it was
         torch.manual_seed(seed)
         for _, part in cascade(copy_)[:parts]:
-            part.apply(
-                init_layers
-            )  # Linear layers drawn anew, LayerNorms back to 1 and 0
+            # Linear layers drawn anew, LayerNorms back to 1 and 0
+            part.apply(init_layers)
     return copy_
 
 

@@ -180,9 +180,8 @@ def live_demo(spec: dict):
     onnxruntime-web and the model, and vit-widgets.js, whose rollout it uses. Outside the site it shows FALLBACK."""
     from IPython.display import HTML
 
-    payload = json.dumps(spec).replace(
-        "</", "<\\/"
-    )  # nothing in it may close the <script>
+    # nothing in it may close the <script>
+    payload = json.dumps(spec).replace("</", "<\\/")
     return HTML(
         '<div class="live-vit" data-live-vit>'
         f'<p class="live-status">Loading the model ({html.escape(spec["model"])})...</p>'

@@ -43,7 +43,7 @@ class ViTConfig:
     norm_eps: float = 1e-6
 
     def __post_init__(self):
-        check_config(self)
+        check_config(self)  # the checks, in the folded cell below
 
     @property
     def grid(self) -> tuple:
