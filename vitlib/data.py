@@ -578,7 +578,8 @@ def mix_batch(
 def mix_seed(*parts: int) -> int:
     """One seed from several non-negative integers, such as (seed, epoch, stream, rank):
     the parts are digits in base 1,000,003, so two tuples of the same length with parts
-    below that base give different seeds."""
+    below that base give different seeds while the number stays below 2**63 (the modulo
+    wraps it past that: a collision is then possible, if unlikely)."""
     seed = 0
     for part in parts:
         seed = seed * 1_000_003 + part

@@ -437,7 +437,7 @@ HOMES = {  # vitlib.checks.<module> holds the checks of the page that wrote vitl
         "check_jax_kernel",
         "check_vitlib_key_to_hub",
     ),
-    "data": ("check_fixed_normalise_hwc", "check_crop_batch"),
+    "data": ("check_fixed_normalise_hwc", "check_erase_batch"),
     "loop": ("check_fixed_confusion", "check_clip_gradients"),
     "checkpoint": ("check_save_atomically",),
     "train": ("check_fixed_shard",),
