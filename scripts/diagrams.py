@@ -1047,6 +1047,66 @@ def draw_checkpoint_life():
 
 
 @diagram(
+    "train-loop",
+    "notebooks/06d_training_for_real.ipynb",
+    "What train does, in order. It holds the run's folder out/ (run_lock: one run at a "
+    "time), then _prepare makes the run's pieces: this rank's loader, the optimizer and "
+    "its schedule, the gradient scaler and the history, read back from the newest "
+    "checkpoint when resuming. Then each epoch, in six steps: 1. seeds mixed from the "
+    "run's seed and the epoch (and, for dropout and augmentation, the rank); 2. train_epoch, page 6b's steps, each step's loss "
+    "kept on the device; 3. a loss that is not finite stops the run (Diverged), before any "
+    "checkpoint is written, so the last one on disk stays good; 4. the validation and test "
+    "splits measured; 5. a checkpoint saved, by rank 0 only; 6. every rank waits for the "
+    "others, the after_epoch hook runs, and a time budget that is spent ends the run. "
+    "Then the next epoch, from step 1.",
+)
+def draw_train_loop():
+    fig, ax = canvas(9.6, 3.7)
+    box(
+        ax,
+        0.25,
+        2.65,
+        9.1,
+        0.8,
+        "train holds out/ (run_lock: one run at a time), then _prepare makes this rank's "
+        "loader,\nthe optimizer, its schedule, the gradient scaler and the history (on "
+        "resume: read back from the newest checkpoint)",
+        "norm",
+        size=10,
+    )
+    steps = [
+        ("1. seeds: the\nrun's seed, the\nepoch (and rank)", "pos"),
+        ("2. train_epoch:\nlosses stay on\nthe device", "attn"),
+        ("3. a loss not\nfinite? Diverged", "head"),
+        ("4. measure the\nval and test\nsplits", "mlp"),
+        ("5. save a\ncheckpoint\n(rank 0 only)", "patch"),
+        ("6. all ranks wait;\nafter_epoch runs;\ntime up? stop", "norm"),
+    ]
+    width, gap, left, y = 1.44, 0.1, 0.25, 1.15
+    for i, (text, kind) in enumerate(steps):
+        x = left + i * (width + gap)
+        box(ax, x, y, width, 0.95, text, kind, size=SMALL)
+        if i:
+            arrow(ax, (x - gap + 0.01, y + 0.48), (x - 0.01, y + 0.48))
+    first = left + width / 2
+    arrow(ax, (first, 2.63), (first, 2.13))
+    label(ax, first + 0.15, 2.38, "each epoch", size=SMALL, colour="norm", ha="left")
+    label(
+        ax,
+        3.0,
+        2.38,
+        "step 3 comes before step 5: the last checkpoint on disk stays good",
+        size=SMALL,
+        colour="norm",
+        ha="left",
+    )
+    last = left + 5 * (width + gap) + width / 2
+    arrow(ax, (last, 1.13), (first, 1.13), kind="norm", curve=-0.12)
+    label(ax, 4.8, 0.42, "the next epoch", size=SMALL, colour="norm")
+    return fig
+
+
+@diagram(
     "ddp-shards",
     "notebooks/06d_training_for_real.ipynb",
     "Data-parallel training on two processes. Each epoch, every rank draws the same "

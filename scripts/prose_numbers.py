@@ -78,8 +78,14 @@ CITES = re.compile(r"et al\.|\(\d{4}\)|, \d{4}\)|paper|https?://|specification")
 EXEMPT = {  # (page, number as printed): why it needs no output
     ("06a_data", "55 MB"): "arithmetic in the sentence: 70,000 x 784 bytes",
     ("06a_data", "184 MB"): "arithmetic in the sentence: 60,000 x 3,072 bytes",
-    ("06a_data", "193 GB"): "arithmetic in the rubric: 1.28 million x 224 x 224 x 3 bytes",
-    ("06a_data", "140 GB"): "arithmetic in the rubric: 1.28 million files of about 110 KB",
+    (
+        "06a_data",
+        "193 GB",
+    ): "arithmetic in the rubric: 1.28 million x 224 x 224 x 3 bytes",
+    (
+        "06a_data",
+        "140 GB",
+    ): "arithmetic in the rubric: 1.28 million files of about 110 KB",
     ("07_recipes_cifar10", "0.5 points"): "a standard error, from 5,000 images at 82%",
     ("05b_vit_weights", "350 MB"): "the size of a download, not a result",
     ("08b_attention_maps", "350 MB"): "the size of a download, not a result",
