@@ -243,7 +243,8 @@ def attention_explorer(images, attentions, titles, size=(112, 112), prefix=1):
         shown = axes[1].imshow(heat.float().cpu().numpy(), cmap="inferno")
         fig.colorbar(shown, ax=axes[1], fraction=0.046)
         axes[1].set_title("class token's attention", fontsize=9)
-        axes[2].imshow(heatmap_overlay(images[image], heat, size=size))
+        limits = (0.0, float(heat.max()))  # from zero, as every map on this page
+        axes[2].imshow(heatmap_overlay(images[image], heat, size=size, limits=limits))
         axes[2].set_title(what, fontsize=9)
         for ax in axes:
             ax.axis("off")

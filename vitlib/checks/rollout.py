@@ -11,17 +11,30 @@ from ..patches import pair
 from ..rollout import patch_distances
 
 
-def _patch_centres(h, w, patch_size):
-    size = torch.tensor(pair(patch_size), dtype=torch.float64)  # (p_h, p_w)
+def _steps(patch_size, stride):
+    """(p_h, p_w) and (s_h, s_w) as float64 tensors; no stride: patches side by side."""
+    size = torch.tensor(pair(patch_size), dtype=torch.float64)
+    step = size if stride is None else torch.tensor(pair(stride), dtype=torch.float64)
+    return size, step
+
+
+def _patch_centres(h, w, patch_size, stride=None):
+    size, step = _steps(patch_size, stride)
     rows, cols = torch.meshgrid(torch.arange(h), torch.arange(w), indexing="ij")
     grid = torch.stack([rows.flatten(), cols.flatten()], -1).double()  # row by row
-    return grid * size + size / 2
+    return grid * step + size / 2
 
 
-def _centres_by_height(h, w, patch_size):
+def _centres_by_height(h, w, patch_size, stride=None):
     """Exercise 8b.1's bug: patch k's row taken as k // h, which only a square grid forgives."""
-    k, size = torch.arange(h * w), torch.tensor(pair(patch_size), dtype=torch.float64)
-    return torch.stack([k // h, k % h], -1).double() * size + size / 2
+    k = torch.arange(h * w)
+    size, step = _steps(patch_size, stride)
+    return torch.stack([k // h, k % h], -1).double() * step + size / 2
+
+
+def _stride_ignored(h, w, patch_size, stride=None):
+    """Overlapping patches laid side by side: the stride ignored."""
+    return _patch_centres(h, w, patch_size)
 
 
 def _as_float64_tensor(fn, *case):
@@ -31,28 +44,37 @@ def _as_float64_tensor(fn, *case):
 @exercise(
     "Exercise 8b.1, patch centres fixed",
     reference=_patch_centres,
-    hint="see chapter 8b, How far does each head look?: patches are numbered row by row, so a row holds as many patches as the grid is wide",
+    hint="see chapter 8b, How far does each head look?: patches are numbered row by row, so a row holds as many patches as the grid is wide; each starts a stride after the one before",
+    forbid=("vitlib.rollout.patch_distances",),
     mistakes=(
         Mistake(
             "rows counted by the grid's height, which only a square grid forgives",
             _centres_by_height,
             "chapter 8b, How far does each head look?",
         ),
+        Mistake(
+            "the stride ignored: overlapping patches start a stride apart, not a patch apart",
+            _stride_ignored,
+            "chapter 8b, How far does each head look?",
+        ),
     ),
     adapt=_as_float64_tensor,
 )
 def check_fixed_patch_centres(g):
-    """Exercise 8b.1: `fn(h, w, patch_size)` is the exercise's patch centres with the bug
-    fixed: (h * w, 2), each patch's centre (row, column) in pixels, patches row by row;
-    patch_size a number or a pair (p_h, p_w)."""
-    public = [(2, 2, 16), (2, 3, 16), (10, 14, 16), (5, 3, (7, 4))]
+    """Exercise 8b.1: `fn(h, w, patch_size, stride=None)` is the exercise's patch centres with
+    the bug fixed: (h * w, 2), each patch's centre (row, column) in pixels, patches row by
+    row; patch_size and stride a number or a pair, stride None for patches side by side."""
+    public = [
+        (2, 2, 16, None),
+        (2, 3, 16, None),
+        (10, 14, 16, 8),
+        (5, 3, (7, 4), (3, 2)),
+    ]
 
     def draw(g):
-        return (
-            randint(g, 1, 12),
-            randint(g, 2, 12),
-            (randint(g, 2, 9), randint(g, 2, 9)),
-        )
+        size = (randint(g, 2, 9), randint(g, 2, 9))
+        stride = (randint(g, 1, size[0]), randint(g, 1, size[1]))
+        return randint(g, 1, 12), randint(g, 2, 12), size, stride
 
     return public_or_drawn(public, draw)
 
