@@ -179,7 +179,9 @@ class MultiHeadAttention(nn.Module):
         return qkv_heads(self.qkv, x, self.num_heads)
 
     def forward(self, x: torch.Tensor, **qkv_options) -> torch.Tensor:
-        q, k, v = self._qkv(x, **qkv_options)  # options: chapter 11's rotary positions
+        q, k, v = self._qkv(
+            x, **qkv_options
+        )  # none here; chapter 11's _qkv takes rotary positions
         if self.fused_attn:  # SDPA: (b, h, n, d/h), the weights never stored
             p = self.attn_drop.p if self.training else 0.0
             out = F.scaled_dot_product_attention(q, k, v, dropout_p=p)
