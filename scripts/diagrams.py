@@ -1052,11 +1052,12 @@ def draw_checkpoint_life():
     "What train does, in order. It holds the run's folder out/ (run_lock: one run at a "
     "time), then _prepare makes the run's pieces: this rank's loader, the optimizer and "
     "its schedule, the gradient scaler and the history, read back from the newest "
-    "checkpoint when resuming. Then each epoch, in six steps: 1. seeds mixed from the "
+    "checkpoint when resuming, and _runner wraps the model for several processes (DDP) "
+    "and compiles it on a GPU. Then each epoch, in six steps: 1. seeds mixed from the "
     "run's seed and the epoch (and, for dropout and augmentation, the rank); 2. train_epoch, page 6b's steps, each step's loss "
     "kept on the device; 3. a loss that is not finite stops the run (Diverged), before any "
-    "checkpoint is written, so the last one on disk stays good; 4. the validation and test "
-    "splits measured; 5. a checkpoint saved, by rank 0 only; 6. every rank waits for the "
+    "checkpoint is written, so the last one on disk stays good; 4. the epoch's sums added over "
+    "the ranks, and the validation and test splits measured; 5. a checkpoint saved, by rank 0 only; 6. every rank waits for the "
     "others, the after_epoch hook runs, and a time budget that is spent ends the run. "
     "Then the next epoch, from step 1.",
 )
@@ -1065,12 +1066,13 @@ def draw_train_loop():
     box(
         ax,
         0.25,
-        2.65,
+        2.6,
         9.1,
-        0.8,
+        0.95,
         "train holds out/ (run_lock: one run at a time), then _prepare makes this rank's "
         "loader,\nthe optimizer, its schedule, the gradient scaler and the history (on "
-        "resume: read back from the newest checkpoint)",
+        "resume: read back from the newest checkpoint),\nand _runner wraps the model for "
+        "several processes (DDP) and compiles it on a GPU",
         "norm",
         size=10,
     )
@@ -1078,7 +1080,7 @@ def draw_train_loop():
         ("1. seeds: the\nrun's seed, the\nepoch (and rank)", "pos"),
         ("2. train_epoch:\nlosses stay on\nthe device", "attn"),
         ("3. a loss not\nfinite? Diverged", "head"),
-        ("4. measure the\nval and test\nsplits", "mlp"),
+        ("4. sums over the\nranks; measure\nval and test", "mlp"),
         ("5. save a\ncheckpoint\n(rank 0 only)", "patch"),
         ("6. all ranks wait;\nafter_epoch runs;\ntime up? stop", "norm"),
     ]
@@ -1112,8 +1114,8 @@ def draw_train_loop():
     "Data-parallel training on two processes. Each epoch, every rank draws the same "
     "permutation of the training images (its seed is the run's seed and the epoch); rank 0 "
     "takes positions 0, 2, 4, ... of it and rank 1 positions 1, 3, 5, ..., so each image is "
-    "seen at most once (the last n % 2 are dropped) and every rank has as many. Each rank cuts its share into batches of "
-    "batch_size / 2 and runs the forward and backward pass on its own copy of the model; "
+    "seen at most once (the last n % 2 are dropped) and every rank has as many. Each rank cuts its share into full batches of "
+    "batch_size / 2, dropping what is left over for that epoch, and runs the forward and backward pass on its own copy of the model; "
     "DDP averages the gradients over the ranks (an all-reduce) during the backward pass, so "
     "every rank's AdamW takes the same step and the copies stay equal.",
 )
@@ -1156,7 +1158,7 @@ def draw_ddp_shards():
             1.05,
             3.3,
             0.6,
-            "its model copy: forward, backward\non batches of batch_size / 2",
+            "its model copy: forward, backward\non full batches of batch_size / 2",
             "attn",
             size=10,
         )
