@@ -503,3 +503,17 @@ def test_torchrun_two_processes_on_cpu(tmp_path):
     data = fashion_mnist().subset(512, 256)
     accuracy = evaluate(model, data)["accuracy"]
     assert accuracy == pytest.approx(metrics["final_test_accuracy"])
+
+
+def test_a_divergence_names_the_learning_rate_of_its_step():
+    """An epoch cut short (a time budget) still counts the schedule's steps by full epochs."""
+    from vitlib.loop import make_optimizer
+    from vitlib.trainer import Diverged, _check_finite
+
+    config = replace(CONFIG, epochs=4, warmup_epochs=1.0)
+    _, scheduler = make_optimizer(_model(), config, steps_per_epoch=10)
+    losses = torch.tensor([float("nan"), 1.0, 1.0])  # epoch 2 cut after 3 steps
+    with pytest.raises(Diverged) as error:
+        _check_finite(losses, 1, scheduler, None, steps=10)
+    wanted = config.lr * scheduler.lr_lambdas[0](10)  # step 10: the first of epoch 2
+    assert f"learning rate {wanted:.3g}" in str(error.value)

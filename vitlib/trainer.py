@@ -85,12 +85,15 @@ def first_non_finite(values: torch.Tensor) -> int:
     return int(bad[0]) if len(bad) else -1
 
 
-def _check_finite(losses, epoch: int, scheduler, out) -> None:
-    """Raise Diverged when a step of the epoch had a loss that is not finite."""
+def _check_finite(losses, epoch: int, scheduler, out, steps: int = None) -> None:
+    """Raise Diverged when a step of the epoch had a loss that is not finite. `steps`: an
+    epoch's steps (a time budget may cut the last one short)."""
     step = first_non_finite(losses)
     if step < 0:
         return
-    at = epoch * len(losses) + step  # the schedule's step count at the bad step
+    at = (
+        epoch * (steps or len(losses)) + step
+    )  # the schedule's step count at the bad step
     lr = scheduler.base_lrs[0] * scheduler.lr_lambdas[0](at)
     kept = "nothing was saved"
     if out is not None and checkpoints(out):  # this epoch has not written one yet
@@ -424,7 +427,7 @@ def _loop(model, data, config, out, resume, stop_after, progress, hooks, seconds
         pieces = (runner, loader, optimizer, scheduler, config, scaler, bar, loss_fn)
         losses, sums = train_epoch(*pieces, clock=clock)
         seconds = time.perf_counter() - begin
-        _check_finite(losses, epoch, scheduler, out)
+        _check_finite(losses, epoch, scheduler, out, len(loader))
         lr = optimizer.param_groups[0]["lr"]
         measured = _measure(model, data, evaluate_fn)
         row = _record(history, epoch, all_sum(sums, device), measured, lr, seconds)

@@ -32,8 +32,8 @@ def check_fixed_shard(fn) -> bool:
             if not isinstance(shard, torch.Tensor) or tuple(shard.shape) != (per_rank,):
                 expected = f"for rank {rank}, a tensor of shape ({per_rank},)"
                 hint = (
-                    "see chapter 6d, Several processes: each rank gets n / world_size "
-                    "rounded up, so pad only what is missing"
+                    "see chapter 6d, Several processes: how many indices each rank needs "
+                    "when world_size does not divide n, and when it does"
                     if n >= world
                     else "see chapter 6d, Several processes: with fewer images than "
                     "ranks the padding is longer than the list itself"
