@@ -214,13 +214,6 @@ def _set_positions(self, table):
     else:
         self.register_buffer("pos_embed", table)
 
-# %% ../notebooks/05a_vit.ipynb #c009f
-@add_to_class(ViT)
-def _tokens(self, images: torch.Tensor) -> torch.Tensor:
-    """Steps 1 to 4: patches, prefix tokens, positions, dropout: (b, prefix + n, d)."""
-    x = self.patch_embed(images)  # (b, n, d); checks the images' size and channels
-    return self._prefix_and_positions(x)
-
 
 @add_to_class(ViT)
 def _prefix_and_positions(self, x: torch.Tensor) -> torch.Tensor:
@@ -233,6 +226,13 @@ def _prefix_and_positions(self, x: torch.Tensor) -> torch.Tensor:
     if prefix:
         x = prepend_cls(x, torch.cat(prefix, 1))  # (b, prefix + n, d)
     return self.pos_drop(x if pos is None else x + pos)
+
+# %% ../notebooks/05a_vit.ipynb #c009f
+@add_to_class(ViT)
+def _tokens(self, images: torch.Tensor) -> torch.Tensor:
+    """Steps 1 to 4: patches, prefix tokens, positions, dropout: (b, prefix + n, d)."""
+    x = self.patch_embed(images)  # (b, n, d); checks the images' size and channels
+    return self._prefix_and_positions(x)
 
 
 @add_to_class(ViT)
