@@ -171,7 +171,7 @@ class MultiHeadAttention(nn.Module):
         self.proj = nn.Linear(dim, dim)
         self.proj_drop = nn.Dropout(proj_drop)
 
-    def _qkv(self, x: torch.Tensor):
+    def _qkv(self, x: torch.Tensor):  # no options here; chapter 11's takes rotary ones
         if x.ndim != 3 or x.shape[-1] != self.dim:
             raise ValueError(
                 f"expected tokens of shape (batch, tokens, {self.dim}), got {tuple(x.shape)}"
@@ -179,9 +179,7 @@ class MultiHeadAttention(nn.Module):
         return qkv_heads(self.qkv, x, self.num_heads)
 
     def forward(self, x: torch.Tensor, **qkv_options) -> torch.Tensor:
-        q, k, v = self._qkv(
-            x, **qkv_options
-        )  # none here; chapter 11's _qkv takes rotary positions
+        q, k, v = self._qkv(x, **qkv_options)
         if self.fused_attn:  # SDPA: (b, h, n, d/h), the weights never stored
             p = self.attn_drop.p if self.training else 0.0
             out = F.scaled_dot_product_attention(q, k, v, dropout_p=p)

@@ -246,7 +246,7 @@ def _flock(path: Path) -> int:
                 return fd
         os.close(fd)  # it was: lock the file that is there now
 
-
+# %% ../notebooks/06d_training_for_real.ipynb #c025c
 @contextlib.contextmanager
 def run_lock(out):
     """Hold the folder `out` for one run (None: nothing to hold). Another run into it gets
