@@ -324,8 +324,31 @@ def test_saving_cleans_what_a_crash_left(tmp_path):
     model = _model()
     (tmp_path / "epoch-0003.partial").mkdir(parents=True)
     (tmp_path / "epoch-0001.old").mkdir()
+    # a second save of epoch 4, killed while it deleted the old copy
+    (tmp_path / "epoch-0004").mkdir()
+    (tmp_path / "epoch-0004.previous").mkdir()
     save_checkpoint(tmp_path, model, epoch=2)
     assert sorted(os.listdir(tmp_path)) == ["epoch-0002"]
+
+
+def test_a_crash_while_saving_an_epoch_again_keeps_its_old_copy(tmp_path, monkeypatch):
+    first = _model()
+    save_checkpoint(tmp_path, first, epoch=3)
+    rename = os.replace
+
+    def killed_before_the_new_copy(source, target):
+        if str(source).endswith(".partial"):
+            raise OSError("killed between the two renames")
+        rename(source, target)
+
+    monkeypatch.setattr(os, "replace", killed_before_the_new_copy)
+    with pytest.raises(OSError, match="between the two renames"):
+        save_checkpoint(tmp_path, _model(), epoch=3)  # a second run into the folder
+    monkeypatch.undo()
+    assert [c.name for c in checkpoints(tmp_path)] == ["epoch-0003.previous"]
+    assert _same_weights(first, load_checkpoint(tmp_path)[0])
+    save_checkpoint(tmp_path, _model(), epoch=4)
+    assert sorted(os.listdir(tmp_path)) == ["epoch-0004"]
 
 
 def test_a_shorter_run_replaces_a_longer_one_in_the_same_folder(tmp_path):

@@ -21,46 +21,45 @@ from .model import ARCHITECTURES
 CHECKPOINT = "model.safetensors"
 TRAIN_STATE = "train_state.safetensors"
 FORMAT = "vitlib-checkpoint-1"
-HISTORY_KEYS = (  # a run's history, one list per key, an entry per epoch (page 6d)
-    "epoch",
-    "train_loss",
-    "train_accuracy",
-    "val_loss",
-    "val_accuracy",
-    "test_loss",
-    "test_accuracy",
-    "lr",
-    "seconds",
-    "images_per_second",
-)
 
 
 def checkpoints(out) -> list:
-    """The complete checkpoint folders in `out` (epoch-NNNN), oldest first."""
-    return sorted(p for p in Path(out).glob("epoch-[0-9][0-9][0-9][0-9]") if p.is_dir())
+    """The complete checkpoint folders in `out` (epoch-NNNN), oldest first; also an epoch's
+    old copy (epoch-NNNN.previous) where a crash while saving that epoch again left no other."""
+    found = [p for p in Path(out).glob("epoch-[0-9][0-9][0-9][0-9]") if p.is_dir()]
+    kept = Path(out).glob("epoch-[0-9][0-9][0-9][0-9].previous")
+    return sorted(
+        found + [p for p in kept if p.is_dir() and not p.with_suffix("").exists()]
+    )
+
+
+def _synced(path: Path):
+    """Ask the disk to hold `path` (a file, or a folder's list of names) before going on,
+    so that a power cut cannot undo a rename that came after it."""
+    if os.name != "nt":  # Windows cannot open a folder this way
+        descriptor = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
 
 
 def _write(tensors: dict, metadata: dict, path: Path):
     tensors = {k: v.detach().contiguous().cpu() for k, v in tensors.items()}
     save_file(tensors, str(path), metadata={k: str(v) for k, v in metadata.items()})
+    _synced(path)
 
 
-def _train_state(optimizer, scheduler, scaler, history, splits=None) -> tuple:
-    """The optimizer's tensors, and the rest of a run's state as JSON metadata."""
-    state = optimizer.state_dict()
-    tensors = {
-        f"{index}.{name}": value
-        for index, values in state["state"].items()
-        for name, value in values.items()
-    }
-    meta = {
-        "param_groups": json.dumps(state["param_groups"]),
-        "scheduler": json.dumps(scheduler.state_dict() if scheduler else None),
-        "scaler": json.dumps(scaler.state_dict() if scaler else None),
-        "history": json.dumps(history),
-        "splits": json.dumps(splits),  # {split: images} of the run's data
-    }
-    return tensors, meta
+def _tidy(out: Path):
+    """What a crash while saving left in `out`: a .partial or .old folder goes; an epoch's
+    .previous copy goes if its new copy is in place, else it is that epoch's checkpoint again."""
+    for left in [*out.glob("*.partial"), *out.glob("*.old")]:
+        shutil.rmtree(left)
+    for kept in out.glob("*.previous"):
+        if kept.with_suffix("").exists():
+            shutil.rmtree(kept)
+        else:
+            os.replace(kept, kept.with_suffix(""))
 
 # %% ../notebooks/06c_checkpoints.ipynb #c007
 def save_checkpoint(
@@ -75,21 +74,17 @@ def save_checkpoint(
     dataset=None,
     splits=None,
 ) -> Path:
-    """Write out/epoch-NNNN/: model.safetensors (weights; the model's class and configs,
-    the epoch and the dataset's name as metadata) and, with an optimizer,
-    train_state.safetensors (with `splits`, the images in each split, so that a resume on
-    other data is refused). Written as a .partial folder and
-    renamed when whole; then the other checkpoints go. Returns the folder."""
+    """Write out/epoch-NNNN/: model.safetensors (weights; configs, epoch and dataset as
+    metadata) and, with an optimizer, train_state.safetensors (with `splits`, each split's
+    images). Written as a .partial folder, renamed when whole; then the others go."""
     out = Path(out)
-    for left in [*out.glob("*.partial"), *out.glob("*.old")]:  # left by a crash
-        shutil.rmtree(left)
+    _tidy(out)  # what a crash left
     folder = out / f"epoch-{epoch:04d}"
     partial = folder.with_name(folder.name + ".partial")
     partial.mkdir(parents=True)
     meta = {
         "format": FORMAT,
-        # ViT, or chapter 9's ResNet and HelpedViT
-        "architecture": type(model).__name__,
+        "architecture": type(model).__name__,  # ViT, or chapter 9's models
         "dataset": dataset,
         "model_config": json.dumps(asdict(model.config)),
         "train_config": json.dumps(asdict(config) if config else None),
@@ -99,9 +94,13 @@ def save_checkpoint(
     if optimizer is not None:
         tensors, extra = _train_state(optimizer, scheduler, scaler, history, splits)
         _write(tensors, {**meta, **extra}, partial / TRAIN_STATE)
-    shutil.rmtree(folder, ignore_errors=True)  # the same epoch, saved again
+    _synced(partial)  # its list of files, as each file was
+    previous = folder.with_name(folder.name + ".previous")
+    if folder.exists():  # the same epoch, saved again: its old copy waits, whole
+        os.replace(folder, previous)
     os.replace(partial, folder)  # from here on, the new checkpoint is there whole
-    # then every other checkpoint goes
+    _synced(out)
+    shutil.rmtree(previous, ignore_errors=True)
     for old in [c for c in checkpoints(out) if c != folder]:
         retired = old.with_name(old.name + ".old")
         os.replace(old, retired)  # no longer a checkpoint, before a byte is deleted
@@ -298,6 +297,38 @@ def load_checkpoint(path, model=None, device="cpu"):
     }
     model.load_state_dict(load_file(str(path), device=str(device)))
     return model.to(device), info
+
+# %% ../notebooks/06c_checkpoints.ipynb #c006t
+HISTORY_KEYS = (  # a run's history, one list per key, an entry per epoch (page 6d)
+    "epoch",
+    "train_loss",
+    "train_accuracy",
+    "val_loss",
+    "val_accuracy",
+    "test_loss",
+    "test_accuracy",
+    "lr",
+    "seconds",
+    "images_per_second",
+)
+
+
+def _train_state(optimizer, scheduler, scaler, history, splits=None) -> tuple:
+    """The optimizer's tensors, and the rest of a run's state as JSON metadata."""
+    state = optimizer.state_dict()
+    tensors = {
+        f"{index}.{name}": value
+        for index, values in state["state"].items()
+        for name, value in values.items()
+    }
+    meta = {
+        "param_groups": json.dumps(state["param_groups"]),
+        "scheduler": json.dumps(scheduler.state_dict() if scheduler else None),
+        "scaler": json.dumps(scaler.state_dict() if scaler else None),
+        "history": json.dumps(history),
+        "splits": json.dumps(splits),  # {split: images} of the run's data
+    }
+    return tensors, meta
 
 # %% ../notebooks/06c_checkpoints.ipynb #c012s
 def _check_splits(path: Path, meta: dict, splits) -> None:

@@ -62,6 +62,12 @@ MODULES = {  # modules whose point is to reach things by name, or around Python
     "pkgutil", "builtins", "operator",
 }  # fmt: skip
 FRAMES = {"_getframe", "currentframe", "f_back", "f_globals", "f_locals", "f_builtins"}
+# what the checks watch an answer with: a tracer (6a.3's loop counter), the torch function
+# mode stack, audit hooks (6c.2's writes and renames)
+WATCHERS = {
+    "settrace", "setprofile", "addaudithook", "DisableTorchFunction",
+    "DisableTorchFunctionSubclass", "_pop_mode", "_get_current_function_mode_stack",
+}  # fmt: skip
 HOOKS = {
     "input_transformers_post", "input_transformers_cleanup", "register_transformer",
     "events", "ast_transformers",
@@ -604,6 +610,8 @@ def tampering(source: str) -> list:
                 found.append(f"line {line}: `{word}` reaches inside modules or frames")
             if word in ("ctypes", "pkgutil", "importlib", "builtins", "__builtins__"):
                 found.append(f"line {line}: `{word}` reaches around Python")
+            if word in WATCHERS:
+                found.append(f"line {line}: `{word}` turns off what the checks watch")
             if word in HOOKS and hooked:
                 found.append(f"line {line}: it hooks the shell (`{word}`)")
     return list(dict.fromkeys(found))

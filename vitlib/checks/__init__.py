@@ -439,7 +439,7 @@ HOMES = {  # vitlib.checks.<module> holds the checks of the page that wrote vitl
     ),
     "data": ("check_fixed_normalise_hwc", "check_erase_batch"),
     "loop": ("check_fixed_confusion", "check_clip_gradients"),
-    "checkpoint": ("check_save_atomically",),
+    "checkpoint": ("check_fixed_save_atomically",),
     "train": ("check_fixed_shard",),
     "ablations": ("check_fixed_mixup", "check_smoothed_cross_entropy"),
     "viz": ("check_fixed_detail_map", "check_blend_by_heat"),

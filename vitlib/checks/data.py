@@ -4,10 +4,14 @@
 __all__ = ['check_fixed_normalise_hwc', 'check_erase_batch']
 
 # %% ../../notebooks/appendix_b07_data.ipynb #c025
+import sys
+from pathlib import Path
+
 import torch
+from torch.overrides import TorchFunctionMode
 
 from . import Mistake, call, case_generator, case_seed, describe, exercise
-from . import forbidden, verdict
+from . import forbidden, through, verdict
 
 
 def _normalise_channels_first(images, mean, std):
@@ -19,23 +23,21 @@ def _normalise_channels_first(images, mean, std):
 
 
 def _normalise_channels_last(images, mean, std):
-    mean, std = (
-        torch.tensor(mean),
-        torch.tensor(std),
-    )  # (c,): broadcast along the last axis
+    # (c,): broadcast along the last axis
+    mean, std = torch.tensor(mean), torch.tensor(std)
     return (images.float() / 255 - mean) / std
 
 
 @exercise(
     "Exercise 6a.1, channels-last normalisation fixed",
     reference=_normalise_channels_last,
-    hint="see chapter 6a, One tensor per split: which axis holds the channels, and along "
+    hint="see chapter 6a, The loader: which axis holds the channels, and along "
     "which axis a tensor of c numbers lines up when it broadcasts",
     mistakes=(
         Mistake(
             "the statistics along axis 1, as for (b, c, h, w): in (b, h, w, c) the channels are last",
             _normalise_channels_first,
-            "chapter 6a, One tensor per split",
+            "chapter 6a, The loader",
         ),
     ),
     atol=1e-4,
@@ -53,6 +55,54 @@ def check_fixed_normalise_hwc(g):
         cases.append((images, mean, std))
     return cases
 
+# %% ../../notebooks/appendix_b07_data.ipynb #ck-data-loop
+def _library_files() -> tuple:
+    """Where the libraries' own Python lives: the interpreter's prefixes, torch and vitlib."""
+    import vitlib
+
+    places = {sys.prefix, sys.base_prefix, sys.exec_prefix}
+    places |= {str(Path(torch.__file__).parent), str(Path(vitlib.__file__).parent)}
+    return tuple(
+        str(Path(p).resolve()) + "/" for p in places if Path(p).parent != Path(p)
+    )
+
+
+class _CountTorchCalls(TorchFunctionMode):
+    """Counts every torch function and tensor method called while it is on."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.calls += 1
+        return func(*args, **(kwargs or {}))
+
+
+def _counted(fn, *args) -> tuple:
+    """(fn(*args), the lines of Python run outside the libraries, the torch calls made): a
+    loop over a batch's images runs more of both for a larger batch; a batched answer runs
+    the same. Runs where `fn` runs (here, or in the grader's worker)."""
+    library, lines = _library_files(), 0
+
+    def line(frame, event, arg):
+        nonlocal lines
+        lines += event == "line"
+        return line
+
+    def scope(frame, event, arg):  # a new frame: trace it unless it is the libraries'
+        name = frame.f_code.co_filename
+        return None if name.startswith(library) or name.startswith("<frozen") else line
+
+    before, counter = sys.gettrace(), _CountTorchCalls()
+    sys.settrace(scope)
+    try:
+        with counter:
+            got = fn(*args)
+    finally:
+        sys.settrace(before)
+    return got, lines, counter.calls
+
 # %% ../../notebooks/appendix_b07_data.ipynb #ck-data-2
 _ERASERS = (  # torchvision's own random erasing, in both transform APIs
     "torchvision.transforms.functional.erase",
@@ -69,8 +119,10 @@ def check_erase_batch(fn) -> bool:
     shape = (300, 2, h, w)
     images = torch.randint(1, 256, shape, dtype=torch.uint8, generator=case_generator())
     torch.manual_seed(case_seed())
-    with forbidden(fn, *_ERASERS):
-        got = call(fn, images.clone(), size)
+    with forbidden(fn, *_ERASERS):  # the work done for 30 images, then for 300
+        small = call(through, fn, "data._counted", images[:30].clone(), size)
+        done = call(through, fn, "data._counted", images.clone(), size)
+    got = done[0] if isinstance(done, tuple) else done
     if (
         not isinstance(got, torch.Tensor)
         or got.shape != images.shape
@@ -102,5 +154,17 @@ def check_erase_batch(fn) -> bool:
             "squares at places that differ from image to image",
             f"{len(found.unique())} different places in 300 images",
             "see chapter 6a, Augmentation, a batch at a time: one offset per image",
+        )
+    (_, lines, calls), (_, few_lines, few_calls) = done, small
+    # a loop over the images takes 270 more turns for 300: a line or a call each, at least
+    if lines > few_lines + 135 or calls > few_calls + 135:
+        return verdict(
+            title,
+            False,
+            "the same work for 300 images as for 30: the batch at once",
+            f"{few_lines} lines of Python and {few_calls} torch calls for 30 images, "
+            f"{lines} and {calls} for 300",
+            "see chapter 6a, Augmentation, a batch at a time: one tensor of offsets for the "
+            "whole batch, no loop over its images",
         )
     return verdict(f"{title} ({len(found.unique())} different places)", True)
