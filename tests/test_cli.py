@@ -118,7 +118,7 @@ BAD_FLAGS = [
     (["--dim", "30", "--heads", "4"], "--dim 30:", ["divisors of 30"]),  # 30 fails alone
     (["--dim", "48", "--heads", "32"], "--dim 48, --heads 32:", ["divisors of 48"]),  # clash
     (["--heads", "6", "--lr", "1e-3"], "--heads 6:", ["divisors of 64"]),
-    (["--patch-size", "5"], "--patch-size 5", ["cannot be cut into 5x5 patches"]),
+    (["--patch-size", "5"], "--patch-size 5", ["cannot be cut into patches of 5"]),
     (["--dropout", "1.5"], "--dropout 1.5", ["dropout must be in [0, 1)"]),
     (["--pool", "max"], "--pool max", ["pool must be 'cls' or 'mean'"]),
     (["--qk-norm"], "--qk-norm", ["--model vit has no qk_norm: --model vit-modern has"]),

@@ -81,12 +81,14 @@ def test_annotate_reads_points_and_kinds():
 
 
 def test_a_table_of_public_answers_fails_under_another_seed(monkeypatch, capsys):
-    table = {192: 148224, 384: 591360, 768: 2362368, 1024: 4198400}
+    table = {192: 98816, 384: 394240, 768: 2362368, 1024: 2624000}
     monkeypatch.setenv("VITLIB_STRICT_CHECKS", "0")
-    assert checks.check_attention_parameters(lambda dim, heads: table[dim])
+    assert checks.check_attention_parameters(lambda dim, heads, kv: table[dim])
     monkeypatch.setenv("VITLIB_CHECK_SEED", "7")
-    assert not checks.check_attention_parameters(lambda dim, heads: table[dim])
-    assert checks.check_attention_parameters(lambda dim, heads: 4 * dim * dim + 4 * dim)
+    assert not checks.check_attention_parameters(lambda dim, heads, kv: table[dim])
+    assert checks.check_attention_parameters(
+        lambda dim, heads, kv: 2 * (dim + 1) * dim + 2 * (dim + 1) * (dim // heads * kv)
+    )
     assert "KeyError" in capsys.readouterr().out
 
 
@@ -181,8 +183,8 @@ CHEATS = {  # student: answer cells changed; every changed exercise has a wrong 
     },
     # a table of the public answers, keyed by the seed the student cannot see
     "fox": {
-        "ex3_5-answer": "import os\nTABLE = {0: {192: 148224, 384: 591360}}\n"
-        "def attention_parameters(dim):\n"
+        "ex3_5-answer": "import os\nTABLE = {0: {192: 98816, 384: 394240}}\n"
+        "def attention_parameters(dim, heads, kv_heads):\n"
         "    return TABLE[int(os.environ.get('VITLIB_CHECK_SEED', '0'))][dim]",
     },
     # the verdict, the checks and the shell's input, patched
@@ -236,8 +238,8 @@ CHEATS = {  # student: answer cells changed; every changed exercise has a wrong 
     # answers that once stopped the whole run, or passed in half precision
     "abe": {
         "ex3_4-answer": "import numpy as np\n"
-        "def predicted_at_384():\n    return 577, np.full(1, 1e9, dtype=np.float16)",
-        "ex3_5-answer": "def attention_parameters(dim):\n"
+        "def predicted_at_448():\n    return 785, np.full(1, 1e9, dtype=np.float16)",
+        "ex3_5-answer": "def attention_parameters(dim, heads, kv_heads):\n"
         "    return torch.tensor([3 * dim * dim + 3 * dim, dim * dim + dim])",
         "ex3_3-answer": "def share_kv(kv, groups):\n    return torch.tensor(1.0, dtype=torch.float16)",
     },
@@ -795,6 +797,8 @@ def test_a_helper_bound_in_a_loop_in_another_cell_is_read_too():
         "import sys\nsys._getframe(1).f_globals['x'] = 1",
         "exec('chec' + 'ks.verdict = print')",
         "!python -c 'print(1)'",
+        "import sys\ndef f(images, size):\n    sys.settrace(None)",  # 6a.3's loop counter off
+        "def f(images, size):\n    with torch._C.DisableTorchFunction():\n        pass",
     ],
 )
 def test_tampering_is_read_from_the_source(answer):

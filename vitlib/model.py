@@ -3,8 +3,8 @@
 # %% auto #0
 __all__ = ['MINIMUM', 'PAIR_FIELDS', 'PRESETS', 'ARCHITECTURES', 'ViT', 'ViTConfig', 'check_config', 'check_field_types',
            'position_table', 'preset_config', 'create_vit', 'vit_tiny', 'vit_small', 'vit_base', 'vit_large',
-           'vit_fashion', 'vit_cifar', 'Architecture', 'register_model', 'build_model', 'create_model',
-           'parameter_counts']
+           'vit_fashion', 'vit_cifar', 'parameter_counts', 'Architecture', 'register_model', 'build_model',
+           'create_model']
 
 # %% ../notebooks/05a_vit.ipynb #c003
 import math
@@ -16,7 +16,7 @@ from torch import nn
 from .attention import check_heads
 from .block import TransformerBlock, TransformerEncoder
 from .block import init_layers
-from .patches import PatchEmbed, check_image_size, pair
+from .patches import PatchEmbed, pair
 from .positions import learned_pos_embed, pool, prepend_cls
 from .positions import resample_pos_embed, sincos_2d
 from .utils import add_to_class
@@ -79,7 +79,15 @@ def check_config(config) -> None:
     if pos == "sincos" and config.dim % 4:
         raise ValueError(f"2D sin-cos positions need dim divisible by 4: {config.dim}")
     check_heads(config.dim, config.heads)
-    check_image_size(*pair(config.img_size), pair(config.patch_size))
+    (h, w), (ph, pw) = pair(config.img_size), pair(config.patch_size)
+    if h % ph or w % pw:  # a config's sizes, not an image: say which field to change
+        down, up = (h // ph * ph, w // pw * pw), (-(-h // ph) * ph, -(-w // pw) * pw)
+        sizes = " or ".join(f"{a}x{b}" for a, b in dict.fromkeys([down, up]) if a and b)
+        raise ValueError(
+            f"img_size {config.img_size} cannot be cut into patches of "
+            f"{config.patch_size}: choose an img_size the patch size divides ({sizes}), "
+            "or a patch_size that divides it"
+        )
     for name in ("dropout", "attn_dropout", "drop_path"):
         value = getattr(config, name)
         if not 0.0 <= value < 1.0:
@@ -146,14 +154,8 @@ def position_table(config: ViTConfig, prefix: int = 1):
 # %% ../notebooks/05a_vit.ipynb #c009
 class ViT(nn.Module):
     """The Vision Transformer of Dosovitskiy et al. (2021): images (b, c, H, W) -> logits
-    (b, num_classes); forward(x) = forward_head(forward_features(x)), as in timm.
-
-    ViT(config) or ViT(config, **changes), e.g. ViT(ViTConfig(), num_classes=10).
-    Four parts, chapter 5's by default (chapters 9 and 11 pass others, each built once):
-    `embed_layer(patch_size, in_channels, dim, img_size)`, the patch tokens; `block(dim,
-    heads, drop_path=..., **options)`, each encoder block; `prefix`, {name: count}, the
-    learned tokens before the patches; `pool_layer(dim)`, pooling in place of config.pool.
-    `no_weight_decay()`: the parameters an optimizer must not decay."""
+    (b, num_classes), e.g. ViT(ViTConfig(), num_classes=10). Its four keyword parts are this
+    chapter's by default; later chapters pass others (the text below)."""
 
     def __init__(
         self,
@@ -168,8 +170,8 @@ class ViT(nn.Module):
         super().__init__()
         c = self.config = replace(config or ViTConfig(), **changes)
         self.patch_embed = embed_layer(c.patch_size, c.in_channels, c.dim, c.img_size)
-        self._make_prefix(prefix or {"cls_token": 1})  # self.cls_token
-        self._set_positions(self._position_table())  # self.pos_embed
+        self._make_prefix(prefix or {"cls_token": 1})  # self.cls_token (1, 1, d)
+        self._set_positions(self._position_table())  # self.pos_embed (1, 1 + n, d)
         self.pos_drop = nn.Dropout(c.dropout)
         self.blocks = TransformerEncoder(
             c.dim,
@@ -357,6 +359,46 @@ def vit_cifar(**changes) -> ViT:
     """A ViT of about 6M parameters for 32x32 colour images (CIFAR-10): patch 4, dim 384."""
     return create_vit("cifar", **changes)
 
+# %% ../notebooks/05a_vit.ipynb #c022
+def parameter_counts(model: ViT) -> dict:
+    """Trainable parameters of a ViT by component, and the total. The model's own
+    parameters (no_weight_decay) are its tokens and positions; every other layer that is
+    not the patch embedding or a block counts with the final norm and head(s)."""
+
+    def count(tensors):
+        return sum(t.numel() for t in tensors if t.requires_grad)
+
+    own = dict(model.named_parameters(recurse=False))
+    positions = [own.pop("pos_embed")] if "pos_embed" in own else []
+    tokens = "class token" if list(own) == ["cls_token"] else "learned tokens"
+    layers = dict(model.named_children())
+    counts = {
+        "patch embedding": count(layers.pop("patch_embed").parameters()),
+        tokens: count(own.values()),
+        "positions": count(positions),
+        f"{len(model.blocks)} blocks": count(layers.pop("blocks").parameters()),
+        "final norm and head": sum(count(m.parameters()) for m in layers.values()),
+    }
+    counts["total"] = sum(counts.values())
+    return counts
+
+# %% ../notebooks/05a_vit.ipynb #c029r
+@add_to_class(ViT)
+def resize(self, img_size, antialias: bool = True) -> ViT:
+    """Accept images of `img_size` from now on, in place: learned positions are resampled
+    bicubically (antialiased as in timm; antialias=False as Hugging Face), the prefix tokens'
+    rows kept; fixed positions are made anew. Returns the model."""
+    old, self.config = self.config, replace(self.config, img_size=img_size)
+    self.patch_embed.img_size = img_size
+    if isinstance(self.pos_embed, nn.Parameter):
+        table = self.pos_embed.detach()
+        prefix = table.shape[1] - old.num_patches  # rows before the patches' (or none)
+        table = resample_pos_embed(table, self.config.grid, prefix, old.grid, antialias)
+        self.pos_embed = nn.Parameter(table)
+    elif self.pos_embed is not None:
+        self._set_positions(self._position_table().to(self.pos_embed.device))
+    return self
+
 # %% ../notebooks/05a_vit.ipynb #c020s
 @dataclass(frozen=True)
 class Architecture:
@@ -418,43 +460,3 @@ def create_model(name: str, **overrides):
         f"unknown model {name!r}: a preset ({', '.join(sorted(PRESETS))}) or a "
         f"registered model ({', '.join(sorted(ARCHITECTURES))})"
     )
-
-# %% ../notebooks/05a_vit.ipynb #c022
-def parameter_counts(model: ViT) -> dict:
-    """Trainable parameters of a ViT by component, and the total. The model's own
-    parameters (no_weight_decay) are its tokens and positions; every other layer that is
-    not the patch embedding or a block counts with the final norm and head(s)."""
-
-    def count(tensors):
-        return sum(t.numel() for t in tensors if t.requires_grad)
-
-    own = dict(model.named_parameters(recurse=False))
-    positions = [own.pop("pos_embed")] if "pos_embed" in own else []
-    tokens = "class token" if list(own) == ["cls_token"] else "learned tokens"
-    layers = dict(model.named_children())
-    counts = {
-        "patch embedding": count(layers.pop("patch_embed").parameters()),
-        tokens: count(own.values()),
-        "positions": count(positions),
-        f"{len(model.blocks)} blocks": count(layers.pop("blocks").parameters()),
-        "final norm and head": sum(count(m.parameters()) for m in layers.values()),
-    }
-    counts["total"] = sum(counts.values())
-    return counts
-
-# %% ../notebooks/05a_vit.ipynb #c029r
-@add_to_class(ViT)
-def resize(self, img_size, antialias: bool = True) -> ViT:
-    """Accept images of `img_size` from now on, in place: learned positions are resampled
-    bicubically (antialiased as in timm; antialias=False as Hugging Face), the prefix tokens'
-    rows kept; fixed positions are made anew. Returns the model."""
-    old, self.config = self.config, replace(self.config, img_size=img_size)
-    self.patch_embed.img_size = img_size
-    if isinstance(self.pos_embed, nn.Parameter):
-        table = self.pos_embed.detach()
-        prefix = table.shape[1] - old.num_patches  # rows before the patches' (or none)
-        table = resample_pos_embed(table, self.config.grid, prefix, old.grid, antialias)
-        self.pos_embed = nn.Parameter(table)
-    elif self.pos_embed is not None:
-        self._set_positions(self._position_table().to(self.pos_embed.device))
-    return self

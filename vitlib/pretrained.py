@@ -154,8 +154,8 @@ def converter_for(model) -> TimmConverter:
             return TIMM_CONVERTERS[cls]
     raise ValueError(f"timm has no counterpart for a {type(model).__name__}")
 
-# %% ../notebooks/05b_vit_weights.ipynb #c011f
-def _build(state_dict, known, changes, antialias, source, converter):
+# %% ../notebooks/05b_vit_weights.ipynb #c011e
+def _build(state_dict, known, changes, source, converter, antialias: bool):
     """A model of `converter`'s class with `state_dict` (in its layout) loaded, its
     configuration read off the weights; img_size in `changes` resamples."""
     changes = dict(changes)
@@ -167,6 +167,13 @@ def _build(state_dict, known, changes, antialias, source, converter):
     return model
 
 
+def _timm_converter(weights: dict, timm_model=None) -> TimmConverter:
+    """The converter whose class takes these timm weights: a later chapter's model first,
+    chapter 5's ViT last (it takes what the others leave)."""
+    newest_first = reversed(TIMM_CONVERTERS.values())
+    return next(c for c in newest_first if c.accepts(weights, timm_model))
+
+# %% ../notebooks/05b_vit_weights.ipynb #c011f
 def from_timm(model_or_state_dict, **changes):
     """A vitlib model with the weights of a timm VisionTransformer (a model or its state
     dict): chapter 5's ViT, or a later chapter's model when its converter accepts them.
@@ -177,13 +184,18 @@ def from_timm(model_or_state_dict, **changes):
     is_model = isinstance(model_or_state_dict, nn.Module)
     timm_model = model_or_state_dict if is_model else None
     weights = dict(timm_model.state_dict() if is_model else model_or_state_dict)
-    newest_first = reversed(TIMM_CONVERTERS.values())  # a later chapter's model first
-    converter = next(c for c in newest_first if c.accepts(weights, timm_model))
-    known = converter.hints(timm_model) if is_model else {}
+    converter = _timm_converter(
+        weights, timm_model
+    )  # chapter 5's ViT, or a later model's
+    known = (
+        converter.hints(timm_model) if is_model else {}
+    )  # heads, image size, pooling
     if not is_model and "fc_norm.weight" in weights:  # timm's mean pooling
         known["pool"] = "mean"
-    state_dict = converter.from_timm_state_dict(weights)
-    return _build(state_dict, known, changes, True, "the timm weights", converter)
+    state_dict = converter.from_timm_state_dict(weights)  # fc_norm renamed norm
+    return _build(
+        state_dict, known, changes, "the timm weights", converter, antialias=True
+    )
 
 
 def to_timm_state_dict(model) -> dict:
@@ -286,7 +298,7 @@ def from_hf(model_or_state_dict, **changes):
         model_or_state_dict = model_or_state_dict.state_dict()
     state_dict = hf_to_vitlib_state_dict(model_or_state_dict)
     source, vit = "the Hugging Face weights", TIMM_CONVERTERS[ViT]  # chapter 5's ViT
-    return _build(state_dict, known, changes, False, source, vit)
+    return _build(state_dict, known, changes, source, vit, antialias=False)
 
 
 def _hf_hints(model: nn.Module) -> dict:

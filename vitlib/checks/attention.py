@@ -8,9 +8,9 @@ __all__ = ['ATTENTION_SHORTCUTS', 'SOFTMAX', 'check_masked_attention', 'check_fi
 import math
 
 import torch
+from torch import nn
 
 from . import Mistake, exercise, public_or_drawn, randint
-from ..attention import MultiHeadAttention
 
 ATTENTION_SHORTCUTS = (
     "vitlib.attention.attend",
@@ -173,34 +173,45 @@ def check_share_kv(g):
     ] + [(torch.randn(1, 4, 2, 2, generator=g), 1)]  # one group: nothing to copy
 
 # %% ../../notebooks/appendix_b03_attention.ipynb #ck-attention-4
-def _attention_parameters(dim, heads):
-    return sum(p.numel() for p in MultiHeadAttention(dim, heads).parameters())
+def _attention_parameters(dim, heads, kv_heads):
+    """Grouped-query attention's layers, built on the meta device (no memory), counted."""
+    kv_width = dim // heads * kv_heads
+    shapes = [(dim, dim), (dim, kv_width), (dim, kv_width), (dim, dim)]  # q, k, v, proj
+    layers = [nn.Linear(*shape, device="meta") for shape in shapes]
+    return sum(p.numel() for layer in layers for p in layer.parameters())
 
 
-def _per_head(dim, heads):
-    """The output projection counted once per head, as if each head had its own."""
-    return 3 * dim * dim + 3 * dim + heads * (dim * dim + dim)
+def _kv_at_full_width(dim, heads, kv_heads):
+    """Keys and values as wide as the queries: kv_heads ignored."""
+    return 4 * dim * dim + 4 * dim
 
 
 @exercise(
-    "Exercise 3.5, parameters of attention",
+    "Exercise 3.5, parameters of grouped-query attention",
     reference=_attention_parameters,
     hint="see chapter 3, Many heads (version 3): count the weights and the biases of "
-    "each Linear layer the module holds",
+    "each Linear layer, and how wide each one's output is",
     mistakes=(
         Mistake(
-            "the output projection counted once per head: there is one, from the joined heads",
-            _per_head,
+            "keys and values as wide as the queries: kv_heads heads of width dim / heads",
+            _kv_at_full_width,
             "chapter 3, Many heads",
         ),
     ),
 )
 def check_attention_parameters(g):
-    """Exercise 3.5: `fn(dim, heads)` counts the parameters of MultiHeadAttention(dim,
-    heads), biases included."""
+    """Exercise 3.5: `fn(dim, heads, kv_heads)` counts the parameters of grouped-query
+    attention: q, k and v Linear layers with biases (k and v kv_heads heads wide), and the
+    output projection."""
 
     def draw(g):
         heads = randint(g, 1, 16)
-        return heads * 8 * randint(g, 1, 12), heads
+        divisors = [k for k in range(1, heads + 1) if heads % k == 0]
+        return (
+            heads * 8 * randint(g, 1, 12),
+            heads,
+            divisors[randint(g, 0, len(divisors) - 1)],
+        )
 
-    return public_or_drawn([(192, 3), (384, 6), (768, 12), (1024, 16)], draw)
+    public = [(192, 3, 1), (384, 6, 2), (768, 12, 12), (1024, 16, 4)]
+    return public_or_drawn(public, draw)

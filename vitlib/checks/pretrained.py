@@ -40,7 +40,7 @@ def _interleaved_to_fused(weight, heads):
 def check_interleaved_qkv(g):
     """Exercise 5b.1: `fn(weight, heads)` turns a (3d, d) qkv weight stored head by head into
     timm's layout (Q, then K, then V, each head by head)."""
-    cases = [(torch.arange(24.0).reshape(12, 2), 2)]
+    cases = [(torch.arange(48.0).reshape(12, 4), 2)]  # (3d, d): d = 4, two heads of 2
     for dim, heads in [(8, 2), (48, 3), (12, 1)]:
         cases.append((torch.randn(3 * dim, dim, generator=g), heads))
     heads = randint(g, 1, 6)
