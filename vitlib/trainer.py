@@ -68,9 +68,10 @@ def compiled(model, config, device):
 def _runner(model, config, device, show: bool):
     """What the loop calls: the model wrapped for torchrun and compiled as config says;
     with `show`, one line says how it computes."""
-    runner = compiled(_parallel(model, device), config, device)
+    parallel = _parallel(model, device)  # the model itself, or DDP around it
+    runner = compiled(parallel, config, device)
     if show:
-        mode = "compiled" if runner is not model else "eager"
+        mode = "compiled" if runner is not parallel else "eager"
         print(f"{hardware(device)}: {precision(device)}, {mode}")
     return runner
 
@@ -91,9 +92,8 @@ def _check_finite(losses, epoch: int, scheduler, out, steps: int = None) -> None
     step = first_non_finite(losses)
     if step < 0:
         return
-    at = (
-        epoch * (steps or len(losses)) + step
-    )  # the schedule's step count at the bad step
+    # the schedule's step count at the bad step
+    at = epoch * (steps or len(losses)) + step
     lr = scheduler.base_lrs[0] * scheduler.lr_lambdas[0](at)
     kept = "nothing was saved"
     if out is not None and checkpoints(out):  # this epoch has not written one yet
@@ -128,9 +128,8 @@ def train_epoch(
             step_args = (optimizer, config, scaler, loss_fn)
             loss, logits = train_step(runner, images, labels, *step_args)
             scheduler.step()
-            hard = (
-                labels.argmax(1) if labels.ndim == 2 else labels
-            )  # MixUp: soft labels
+            # MixUp: soft labels
+            hard = labels.argmax(1) if labels.ndim == 2 else labels
             losses[step] = loss
             if logits.ndim == 2:  # class scores; chapter 10's pixels are not
                 correct += (logits.argmax(1) == hard).sum()

@@ -28,13 +28,13 @@ def _mixup(images, labels, lam, perm, k):
 @exercise(
     "Exercise 7.1, MixUp fixed",
     reference=_mixup,
-    hint="see the start of chapter 7: MixUp mixes the targets as it mixes the images, so a target must be one that can be mixed",
+    hint="see chapter 6a, Augmentation, a batch at a time: MixUp mixes the targets as it mixes the images, so a target must be one that can be mixed",
     forbid=("vitlib.data.mix_batch",),
     mistakes=(
         Mistake(
             "MixUp of class numbers: a mix of classes 2 and 8 is not class 5",
             _mixup_class_numbers,
-            "chapter 7, MixUp: mix one-hot targets",
+            "chapter 6a, Augmentation, a batch at a time: mix one-hot targets",
         ),
     ),
     atol=1e-6,
@@ -78,7 +78,7 @@ def _as_float64(fn, logits, labels, eps):
         Mistake(
             "smoothing over the other classes only (eps / (k - 1)), not every class (eps / k)",
             _smoothing_over_other_classes,
-            "chapter 7, label smoothing: PyTorch spreads eps over all k classes",
+            "chapter 6b, One step: PyTorch spreads eps over all k classes",
         ),
     ),
     adapt=_as_float64,

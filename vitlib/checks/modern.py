@@ -40,7 +40,7 @@ def _rope_3d_frames_last(grid, head_dim, base=100.0):
     "and in which order the tokens come",
     mistakes=(
         Mistake(
-            "tokens in another order: frame by frame, then row by row, as a clip is cut",
+            "tokens in another order: the frames innermost, where a clip's tokens come frame by frame",
             _rope_3d_frames_last,
             "chapter 11, Positions: learned, 2D sin-cos, or rotary",
         ),
