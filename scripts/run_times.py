@@ -202,7 +202,8 @@ def page_note(stem: str, found: dict, root: Path = ROOT) -> str:
     )
     gpu = GPU_NOTE.get(stem, gpu)
     return (
-        f"{NOTE} Its full run took {minutes(seconds)} on two threads of {article(kind)}"
+        f"{NOTE} Its full run, from the kernel's start, took {minutes(seconds)} on two threads of "
+        f"{article(kind)}"
         f"{first}{also}. Every page's time on each kind of machine is in the set-up page's "
         f"table; Colab's free CPU runtime is a two-thread machine too. {gpu}"
     )
