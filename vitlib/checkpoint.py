@@ -346,6 +346,25 @@ def _check_splits(path: Path, meta: dict, splits) -> None:
             "or start a new run in another folder"
         )
 
+
+def _train_state_file(folder: Path) -> Path:
+    """The folder's train state, or NotACheckpoint (saved without an optimizer)."""
+    path = folder / TRAIN_STATE
+    if not path.is_file():  # save_checkpoint without an optimizer: the model alone
+        raise NotACheckpoint(
+            f"{folder} has no {TRAIN_STATE}: it loads, but cannot resume"
+        )
+    return path
+
+
+def _check_history(path: Path, history) -> None:
+    """Refuse a history that is not a vitlib run's (or one from before validation splits)."""
+    if not isinstance(history, dict) or sorted(history) != sorted(HISTORY_KEYS):
+        why = "its history is not a vitlib run's"
+        if isinstance(history, dict) and "val_accuracy" not in history:
+            why = "it was written before runs held out a validation split: start afresh"
+        raise _unusable(path, why)
+
 # %% ../notebooks/06c_checkpoints.ipynb #c012
 def load_train_state(
     folder: Path, optimizer, scheduler, scaler, config, splits=None
@@ -353,11 +372,7 @@ def load_train_state(
     """Restore the optimizer, the scheduler and the gradient scaler from a checkpoint
     folder; returns the history. Refuses a state written for another TrainConfig or for
     other `splits` (_check_splits), and a file that restores no state."""
-    path = folder / TRAIN_STATE
-    if not path.is_file():  # save_checkpoint without an optimizer: the model alone
-        raise NotACheckpoint(
-            f"{folder} has no {TRAIN_STATE}: it loads, but cannot resume"
-        )
+    path = _train_state_file(folder)  # refuses a checkpoint saved without an optimizer
     meta = _metadata(path)
     saved = _stored(path, meta, "train_config", dict)
     if saved != asdict(config):
@@ -384,9 +399,5 @@ def load_train_state(
         raise _unusable(
             path, f"its training state does not restore ({error!r})"
         ) from None
-    if not isinstance(history, dict) or sorted(history) != sorted(HISTORY_KEYS):
-        why = "its history is not a vitlib run's"
-        if isinstance(history, dict) and "val_accuracy" not in history:
-            why = "it was written before runs held out a validation split: start afresh"
-        raise _unusable(path, why)
+    _check_history(path, history)  # a vitlib run's, with its validation split
     return history
