@@ -36,12 +36,13 @@ def checkpoints(out) -> list:
 def _synced(path: Path):
     """Ask the disk to hold `path` (a file, or a folder's list of names) before going on,
     so that a power cut cannot undo a rename that came after it."""
-    if os.name != "nt":  # Windows cannot open a folder this way
-        descriptor = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
+    if os.name == "nt" and Path(path).is_dir():  # Windows cannot open a folder this way
+        return
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def _write(tensors: dict, metadata: dict, path: Path):
