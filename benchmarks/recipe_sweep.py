@@ -11,7 +11,8 @@ seconds an epoch costs (the first epoch, compiling included, is shown apart).
 A variant "recipe" (no flags) is the recipe unchanged. `--deadline` seconds after the script
 starts (the solo timings count), the runs still going are stopped and reported from their
 last checkpoint (marked "stopped"): give it a margin under any outer time limit. Per variant: validation
-accuracy every tenth epoch, the final validation and test accuracy and the best validation;
+accuracy every tenth epoch, the last ten epochs' validation, test and training accuracy
+(training: on augmented images, drop-path on), and the best validation;
 then one line per variant:
 variant=NAME epochs=E final_val_accuracy=V final_test_accuracy=T best_val_accuracy=B
 """
@@ -126,6 +127,8 @@ def main():
                 f"  validation, last 10 epochs: {' '.join(f'{v:.4f}' for v in val[-10:])}"
             )
             print(f"  test, last 10 epochs: {' '.join(f'{v:.4f}' for v in test[-10:])}")
+            train = h["train_accuracy"][-10:]  # augmented images, drop-path on
+            print(f"  train, last 10 epochs: {' '.join(f'{v:.4f}' for v in train)}")
             print(f"  seconds, shared device: {sum(h['seconds']):.1f}")
             lines.append(
                 f"variant={name.replace(' ', '_')} epochs={len(val)} "
