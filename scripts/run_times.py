@@ -156,13 +156,14 @@ GPU_NOTE = {
     "11_modern_vit": "A GPU saves little here: most of the time is section 11.10's runs of a "
     "fixed minute each, which a GPU would not shorten, only train further, and their numbers "
     "would then differ from the page's.",
-    "07_recipes_cifar10": "In Colab, the CPU runtime runs the page in about the time above and "
-    "skips its last training cell; a GPU runtime runs that cell too, `cifar10-gpu` for 200 "
-    "epochs, which takes hours on a T4 (section CIFAR-10 on a GPU).",
+    "07_recipes_cifar10": "In Colab, the CPU runtime runs the page in about the time above. Its "
+    "last training cell, `cifar10-gpu` for 200 epochs, runs only on a GPU runtime and only if "
+    "you set `TRAIN_CIFAR10_GPU = True` in it: it takes hours on a T4 (section CIFAR-10 on a "
+    "GPU).",
 }
 GPU_ONLY = {
     "06d_training_for_real": "the CPU time, plus training `fashion-gpu` (page 6d estimates it)",
-    "07_recipes_cifar10": "the CPU time, plus training `cifar10-gpu`: hours (page 7)",
+    "07_recipes_cifar10": "the CPU time, plus training `cifar10-gpu` if asked: hours (page 7)",
 }
 
 

@@ -52,43 +52,60 @@ def check_fixed_mixup(g):
     return cases
 
 # %% ../../notebooks/appendix_b11_ablations.ipynb #ck-ablations-2
-def _smoothing_over_other_classes(logits, labels, eps):
-    """eps / (k - 1) on the other classes only: a smoothing, but not PyTorch's."""
+def _smoothing_the_larger_class(logits, targets, eps):
+    """A mix smoothed as if it were its larger class: the 40% of a 60/40 mix is lost."""
     k = logits.shape[-1]
-    target = torch.full_like(logits, eps / (k - 1)).scatter(1, labels[:, None], 1 - eps)
-    loss = -(target * logits.log_softmax(-1)).sum(-1).mean()
+    hard = F.one_hot(targets.argmax(-1), k).to(logits.dtype)
+    loss = -(((1 - eps) * hard + eps / k) * logits.log_softmax(-1)).sum(-1).mean()
     return torch.tensor(loss.item(), dtype=torch.float64)
 
 
-def _smoothed_cross_entropy(logits, labels, eps):
-    loss = F.cross_entropy(logits, labels, label_smoothing=eps)
+def _smoothing_added(logits, targets, eps):
+    """eps / k added to each class but the targets not scaled by 1 - eps: rows sum to 1 + eps."""
+    k = logits.shape[-1]
+    loss = -((targets + eps / k) * logits.log_softmax(-1)).sum(-1).mean()
     return torch.tensor(loss.item(), dtype=torch.float64)
 
 
-def _as_float64(fn, logits, labels, eps):
-    return torch.tensor(float(fn(logits, labels, eps)), dtype=torch.float64)
+def _smoothed_cross_entropy(logits, targets, eps):
+    loss = F.cross_entropy(logits, targets, label_smoothing=eps)
+    return torch.tensor(loss.item(), dtype=torch.float64)
+
+
+def _as_float64(fn, logits, targets, eps):
+    return torch.tensor(float(fn(logits, targets, eps)), dtype=torch.float64)
 
 
 @exercise(
-    "Exercise 7.2, cross-entropy with label smoothing",
+    "Exercise 7.2, label smoothing of mixed targets",
     reference=_smoothed_cross_entropy,
-    hint="see chapter 6b, One step: label smoothing takes a share from the true class and spreads it over every class",
+    hint="see chapter 6b, One step: label smoothing mixes the target with the uniform distribution over every class",
     forbid=("torch.nn.functional.cross_entropy", "torch.nn.functional.nll_loss"),
     mistakes=(
         Mistake(
-            "smoothing over the other classes only (eps / (k - 1)), not every class (eps / k)",
-            _smoothing_over_other_classes,
-            "chapter 6b, One step: PyTorch spreads eps over all k classes",
+            "a mix smoothed as its larger class: the smaller class's share is lost",
+            _smoothing_the_larger_class,
+            "chapter 6b, One step: smooth the whole target row, not its largest entry",
+        ),
+        Mistake(
+            "eps / k added without scaling the target by 1 - eps: each row sums to 1 + eps",
+            _smoothing_added,
+            "chapter 6b, One step: the smoothed target is still a distribution",
         ),
     ),
     adapt=_as_float64,
 )
 def check_smoothed_cross_entropy(g):
-    """Exercise 7.2: `fn(logits, labels, eps)` is the mean cross-entropy with label smoothing
-    eps, as F.cross_entropy(logits, labels, label_smoothing=eps) computes it, written
-    without F.cross_entropy and F.nll_loss."""
+    """Exercise 7.2: `fn(logits, targets, eps)`, targets (b, k) rows that sum to 1 (MixUp's
+    mixes, one-hot rows among them), is the mean cross-entropy with label smoothing eps, as
+    F.cross_entropy(logits, targets, label_smoothing=eps) computes it for such targets,
+    written without F.cross_entropy and F.nll_loss."""
     cases = []
-    for b, k, eps in [(4, 3, 0.1), (16, 10, 0.2), (5, 5, 0.0)]:
+    for b, k, eps in [(4, 3, 0.1), (16, 10, 0.2), (6, 5, 0.0)]:
         logits = 3 * torch.randn(b, k, generator=g)
-        cases.append((logits, torch.randint(0, k, (b,), generator=g), eps))
+        hot = F.one_hot(torch.randint(0, k, (b,), generator=g), k).float()
+        lam = torch.rand(b, 1, generator=g)
+        lam[0] = 1.0  # a row that is one class only
+        targets = lam * hot + (1 - lam) * hot[torch.randperm(b, generator=g)]
+        cases.append((logits, targets, eps))
     return cases
