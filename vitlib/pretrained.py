@@ -184,9 +184,8 @@ def from_timm(model_or_state_dict, **changes):
     is_model = isinstance(model_or_state_dict, nn.Module)
     timm_model = model_or_state_dict if is_model else None
     weights = dict(timm_model.state_dict() if is_model else model_or_state_dict)
-    converter = _timm_converter(
-        weights, timm_model
-    )  # chapter 5's ViT, or a later model's
+    # chapter 5's ViT, or a later model's
+    converter = _timm_converter(weights, timm_model)
     known = (
         converter.hints(timm_model) if is_model else {}
     )  # heads, image size, pooling

@@ -267,9 +267,8 @@ def page_widget(kind: str, spec: dict):
 
     if kind not in WIDGET_KINDS:
         raise ValueError(f"unknown widget kind {kind!r}: choose one of {WIDGET_KINDS}")
-    payload = json.dumps(spec).replace(
-        "</", "<\\/"
-    )  # nothing in it may close the <script>
+    # nothing in it may close the <script>
+    payload = json.dumps(spec).replace("</", "<\\/")
     note = (
         "This picker runs in the browser on the book's website. In Jupyter or Colab, use "
         "the ipywidgets version above it, which computes in the kernel."

@@ -152,11 +152,8 @@ def check_fixed_insertion_curve(g):
     and at n, without deletion_curve."""
     cases, steps = _cases(g), [1]  # the first case: every patch, one by one
     for case in cases[1:]:
-        step = (
-            5 if case_seed() == 0 else randint(g, 2, 6)
-        )  # 16 patches: 0, 5, ..., 15, 16
+        # with 16 patches, a step of 5 measures at 0, 5, 10, 15 and 16
+        step = 5 if case_seed() == 0 else randint(g, 2, 6)
         n = case[2].shape[1]
-        steps.append(
-            step + 1 if n % step == 0 else step
-        )  # a step that does not divide n
+        steps.append(step + 1 if n % step == 0 else step)  # one that does not divide n
     return [case + (step,) for case, step in zip(cases, steps)]

@@ -62,9 +62,8 @@ def check_canvas_to_input(g):
         rgba = np.zeros((h, w, 4), dtype=np.uint8)  # nothing drawn: transparent
         ink = rng.random((h, w)) < 0.3  # strokes here and there
         rgba[ink, :3] = rng.integers(0, 90, (int(ink.sum()), 3))
-        rgba[ink, 3] = rng.integers(
-            128, 256, int(ink.sum())
-        )  # pens that let some through
+        # pens that let some through
+        rgba[ink, 3] = rng.integers(128, 256, int(ink.sum()))
         cases.append((rgba, float(rng.uniform(0.2, 0.4)), float(rng.uniform(0.3, 0.4))))
     return cases
 
