@@ -158,12 +158,12 @@ GPU_NOTE = {
     "would then differ from the page's.",
     "07_recipes_cifar10": "In Colab, the CPU runtime runs the page in about the time above. Its "
     "last training cell, `cifar10-gpu` for 200 epochs, runs only on a GPU runtime and only if "
-    "you set `TRAIN_CIFAR10_GPU = True` in it: it takes hours on a T4 (section CIFAR-10 on a "
-    "GPU).",
+    "you set `TRAIN_CIFAR10_GPU = True` in it; its time on a T4 is not measured (section "
+    "CIFAR-10 on a GPU).",
 }
 GPU_ONLY = {
     "06d_training_for_real": "the CPU time, plus training `fashion-gpu` (page 6d estimates it)",
-    "07_recipes_cifar10": "the CPU time, plus training `cifar10-gpu` if asked: hours (page 7)",
+    "07_recipes_cifar10": "the CPU time, plus training `cifar10-gpu` if asked (not measured)",
 }
 
 
