@@ -32,13 +32,15 @@ def checkpoints(out) -> list:
         found + [p for p in kept if p.is_dir() and not p.with_suffix("").exists()]
     )
 
-
+# %% ../notebooks/06c_checkpoints.ipynb #c006h
 def _synced(path: Path):
     """Ask the disk to hold `path` (a file, or a folder's list of names) before going on,
     so that a power cut cannot undo a rename that came after it."""
-    if os.name == "nt" and Path(path).is_dir():  # Windows cannot open a folder this way
+    folder = Path(path).is_dir()
+    if os.name == "nt" and folder:  # Windows cannot open a folder this way
         return
-    descriptor = os.open(path, os.O_RDONLY)
+    # Windows flushes only a file opened for writing
+    descriptor = os.open(path, os.O_RDONLY if folder else os.O_RDWR)
     try:
         os.fsync(descriptor)
     finally:
@@ -61,6 +63,15 @@ def _tidy(out: Path):
             shutil.rmtree(kept)
         else:
             os.replace(kept, kept.with_suffix(""))
+
+
+def _retire(out: Path, keep: Path):
+    """Every checkpoint in `out` but `keep` goes: renamed .old first, so that it is no
+    longer a checkpoint before a byte of it is deleted, then deleted."""
+    for old in [c for c in checkpoints(out) if c != keep]:
+        retired = old.with_name(old.name + ".old")
+        os.replace(old, retired)
+        shutil.rmtree(retired)
 
 # %% ../notebooks/06c_checkpoints.ipynb #c007
 def save_checkpoint(
@@ -102,10 +113,7 @@ def save_checkpoint(
     os.replace(partial, folder)  # from here on, the new checkpoint is there whole
     _synced(out)
     shutil.rmtree(previous, ignore_errors=True)
-    for old in [c for c in checkpoints(out) if c != folder]:
-        retired = old.with_name(old.name + ".old")
-        os.replace(old, retired)  # no longer a checkpoint, before a byte is deleted
-        shutil.rmtree(retired)
+    _retire(out, folder)  # the others: each renamed .old, then deleted
     return folder
 
 # %% ../notebooks/06c_checkpoints.ipynb #c010
