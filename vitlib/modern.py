@@ -155,8 +155,9 @@ class AttentionPool(nn.Module):
 # %% ../notebooks/11_modern_vit.ipynb #m070
 def rope_2d(grid, head_dim: int, base: float = 100.0) -> tuple:
     """2D rotary positions, axial (Heo et al., 2024): (cos, sin), each (h * w, head_dim). Pair
-    (i, i + head_dim/2) turns by row * f_i for the first quarter of i, by column * f_i for
-    the second, with frequencies f_i = base^(-i / (head_dim/4))."""
+    (i, i + head_dim/2) turns by row * f_j for i in the first quarter, by column * f_j for i
+    in the second, with j = i mod head_dim/4 and f_j = base^(-j / (head_dim/4)): rows and
+    columns get the same frequencies."""
     h, w = pair(grid)
     quarter = head_dim // 4
     freqs = base ** (-torch.arange(quarter) / quarter)  # (head_dim/4,)
