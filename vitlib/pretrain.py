@@ -45,9 +45,8 @@ def random_mask(
     hidden_count(num_patches, ratio) hidden patches in every image, each image its own."""
     k = hidden_count(num_patches, ratio)
     noise = torch.rand(batch, num_patches, generator=generator, device=device)
-    order = noise.argsort(
-        dim=1
-    )  # (batch, n): each row's patches, smallest number first
+    # (batch, n): each row's patches, smallest number first
+    order = noise.argsort(dim=1)
     mask = torch.zeros(batch, num_patches, dtype=torch.bool, device=device)
     return mask.scatter_(1, order[:, :k], True)  # hide the first k of every row
 
@@ -84,9 +83,8 @@ class MaskedViTConfig(ViTConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        hidden_count(
-            self.num_patches, self.mask_ratio
-        )  # a ratio that hides some, keeps some
+        # a ratio that hides some, keeps some
+        hidden_count(self.num_patches, self.mask_ratio)
 
 # %% ../notebooks/10_pretraining.ipynb #p017
 @register_model(MaskedViTConfig)  # load_checkpoint builds it from its class name
@@ -287,9 +285,8 @@ def fine_tune_pretrained(
     cfg = timm_model.pretrained_cfg
     model = Resized(from_timm(timm_model), data, cfg["mean"], cfg["std"])
     data = data.subset(steps * batch_size, test)
-    measure = functools.partial(
-        evaluate, batch_size=100
-    )  # 224-pixel images: small batches
+    # 224-pixel images: small batches
+    measure = functools.partial(evaluate, batch_size=100)
     before = measure(model.to(data.device), data)["accuracy"]
     config = TrainConfig(
         epochs=1, batch_size=batch_size, lr=lr, min_lr=lr / 100, warmup_epochs=0.1,
