@@ -238,8 +238,13 @@ MISCONCEPTIONS = [  # (check, an answer that commits the mistake, words of its n
     ),
     (
         checks.check_smoothed_cross_entropy,
-        checks.helper("ablations._smoothing_over_other_classes"),
-        "other classes",
+        checks.helper("ablations._smoothing_the_larger_class"),
+        "larger class",
+    ),
+    (
+        checks.check_smoothed_cross_entropy,
+        checks.helper("ablations._smoothing_added"),
+        "1 + eps",
     ),
     (
         checks.check_vitlib_key_to_hub,
