@@ -485,8 +485,15 @@ def test_ctrl_c_says_what_was_saved_and_how_to_go_on(tmp_path, capsys):
     flags = [*TINY, "--epochs", "1000", "--out", str(out)]  # longer than the test waits
     env = dict(os.environ, VITLIB_SMOKE="1", CUDA_VISIBLE_DEVICES="")
     command = [sys.executable, "-m", "vitlib.train", *flags]
+    # a suite started in the background (`make test &`) ignores SIGINT, and a child
+    # inherits that: Ctrl-C's default is restored for the run
     run = subprocess.Popen(
-        command, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env
+        command,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 300
     while not checkpoints(out):  # an epoch has ended
