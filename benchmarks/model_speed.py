@@ -15,7 +15,8 @@ forward, the same operations as timm's), vitlib.pretrained.FastViT (the last blo
 the class token's row only) and timm's, built with vitlib.pretrained.to_timm. They are timed in turns
 (vitlib.utils.compare_times), so that a slow spell of the machine hits both alike, and each
 table prints images per second, each speed over timm's (the goal: the plain path within the
-noise of 1.00, the fast path above it) and the middle half of the per-round ratios. The last
+noise of 1.00, the fast path above it on the CPU; on a GPU it measures level, see
+benchmarks/GPU_NOTES.md) and the middle half of the per-round ratios. The last
 lines of each run are `plain ratios: ...` and `fast ratios: ...`, one ratio per row, for the log.
 """
 
