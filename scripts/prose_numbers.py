@@ -235,7 +235,8 @@ def overlapping(notebook: dict) -> list:
     ranges it quotes overlap."""
     found = []
     for cell_id, text in prose(notebook):
-        for sentence in re.split(r"(?<=[.!?])\s+", text):
+        # a sentence ends at its stop or its paragraph's end (a table row ends no sentence)
+        for sentence in re.split(r"(?<=[.!?])\s+|\n\s*\n", text):
             if not APART.search(sentence) or DENIED.search(sentence):
                 continue
             spans = [

@@ -110,6 +110,13 @@ def _page(tmp_path, prose: str, output: str) -> Path:
             ["ranges apart"],
         ),
         ("A 90.1% to 90.5%, B 89.0% to 90.2%: not apart.", "90.1 90.5 89 90.2", []),
+        # a paragraph's end ends a sentence: a table's rows are not the next sentence's
+        (
+            "| A | 90.1% to 90.5% |\n| B | 89.0% to 90.2% |\n\nA 90.1% to 90.5%, C 89.0% to "
+            "89.9%: the ranges are apart.",
+            "90.1 90.5 89 90.2 89.9",
+            [],
+        ),
         # a count of heads in words must be printed as one, with its noun
         ("Five heads look farther.", "farther than even: 5 heads", []),
         ("Seven heads look farther.", "farther than even: 5 heads", ["Seven heads"]),
