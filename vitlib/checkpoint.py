@@ -5,6 +5,7 @@ __all__ = ['CHECKPOINT', 'TRAIN_STATE', 'FORMAT', 'HISTORY_KEYS', 'checkpoints',
            'load_checkpoint', 'load_train_state']
 
 # %% ../notebooks/06c_checkpoints.ipynb #c003
+import contextlib
 import json
 import os
 import shutil
@@ -65,6 +66,17 @@ def _tidy(out: Path):
             os.replace(kept, kept.with_suffix(""))
 
 
+def _set_aside(folder: Path) -> Path:
+    """An old copy of `folder`'s epoch (a second run into the same folder) moves aside to
+    .previous: a folder cannot be renamed onto one that holds files. Until the new copy is
+    in place, the .previous one counts as that epoch's checkpoint (checkpoints, _tidy).
+    Returns the .previous path, there or not."""
+    previous = folder.with_name(folder.name + ".previous")
+    if folder.exists():
+        os.replace(folder, previous)
+    return previous
+
+
 def _retire(out: Path, keep: Path):
     """Every checkpoint in `out` but `keep` goes: renamed .old first, so that it is no
     longer a checkpoint before a byte of it is deleted, then deleted."""
@@ -107,9 +119,7 @@ def save_checkpoint(
         tensors, extra = _train_state(optimizer, scheduler, scaler, history, splits)
         _write(tensors, {**meta, **extra}, partial / TRAIN_STATE)
     _synced(partial)  # its list of files, as each file was
-    previous = folder.with_name(folder.name + ".previous")
-    if folder.exists():  # the same epoch, saved again: its old copy waits, whole
-        os.replace(folder, previous)
+    previous = _set_aside(folder)  # the same epoch, saved before: its old copy waits
     os.replace(partial, folder)  # from here on, the new checkpoint is there whole
     _synced(out)
     shutil.rmtree(previous, ignore_errors=True)
@@ -366,6 +376,27 @@ def _train_state_file(folder: Path) -> Path:
     return path
 
 
+def _moments(path: Path) -> dict:
+    """The optimizer's per-weight state, {index: {name: tensor}}, from its "index.name" keys."""
+    state = {}
+    with safe_open(str(path), "pt", device="cpu") as f:
+        for key in f.keys():
+            index, name = key.split(".", 1)
+            state.setdefault(int(index), {})[name] = f.get_tensor(key)
+    return state
+
+
+@contextlib.contextmanager
+def _refusing(path: Path):
+    """A state that does not restore (a damaged or crafted file) as a NotACheckpoint."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError) as error:
+        raise _unusable(
+            path, f"its training state does not restore ({error!r})"
+        ) from None
+
+
 def _check_history(path: Path, history) -> None:
     """Refuse a history that is not a vitlib run's (or one from before validation splits)."""
     if not isinstance(history, dict) or sorted(history) != sorted(HISTORY_KEYS):
@@ -393,20 +424,10 @@ def load_train_state(
     _check_splits(path, meta, splits)
     keys = ("param_groups", "scheduler", "scaler", "history")
     groups, schedule, scaling, history = (_parsed(path, meta, k) for k in keys)
-    with safe_open(str(path), "pt", device="cpu") as f:
-        tensors = {k: f.get_tensor(k) for k in f.keys()}
-    try:
-        state = {}
-        for key, value in tensors.items():
-            index, name = key.split(".", 1)
-            state.setdefault(int(index), {})[name] = value
-        optimizer.load_state_dict({"state": state, "param_groups": groups})
+    with _refusing(path):  # a damaged or crafted file: a NotACheckpoint, not a KeyError
+        optimizer.load_state_dict({"state": _moments(path), "param_groups": groups})
         scheduler.load_state_dict(schedule)
         if scaling:
             scaler.load_state_dict(scaling)
-    except (KeyError, TypeError, ValueError) as error:  # a damaged or crafted file
-        raise _unusable(
-            path, f"its training state does not restore ({error!r})"
-        ) from None
     _check_history(path, history)  # a vitlib run's, with its validation split
     return history

@@ -35,6 +35,27 @@ def _crashing_copyfile(source, target, *args, **kwargs):
 
 
 _WATCHED = {"path": None, "other_disk": False, "in_place": False, "hooked": False}
+_WATCHED.update(
+    synced=set(), placed=[]
+)  # files flushed; each rename onto path: flushed?
+
+
+def _flushing(real):
+    """os.fsync (or os.fdatasync) that also notes which file it flushed, by its inode."""
+
+    def flush(fd):
+        real(fd)
+        st = os.fstat(fd if isinstance(fd, int) else fd.fileno())
+        _WATCHED["synced"].add((st.st_dev, st.st_ino))
+
+    return flush
+
+
+def _flushed(source: str) -> bool:
+    """Whether the file `source` (or every file in the folder `source`) was flushed."""
+    files = [Path(source)] if not os.path.isdir(source) else Path(source).rglob("*")
+    stats = [os.stat(f) for f in files if not os.path.isdir(f)]
+    return all((st.st_dev, st.st_ino) in _WATCHED["synced"] for st in stats)
 
 
 def _written(args) -> bool:
@@ -58,21 +79,29 @@ def _audit(event: str, args: tuple) -> None:
     ):
         if os.path.realpath(os.fsdecode(args[0])) == path:
             _WATCHED["in_place"] = True
-    elif event == "os.rename" and _WATCHED["other_disk"]:
+    elif event == "os.rename":
         source, target = (os.path.realpath(os.fsdecode(a)) for a in args[:2])
-        if not Path(source).is_relative_to(Path(target).parent):
+        if _WATCHED["other_disk"] and not Path(source).is_relative_to(
+            Path(target).parent
+        ):
             raise OSError(errno.EXDEV, "Invalid cross-device link", target)
+        if target == path and os.path.exists(source):  # put in place: on the disk yet?
+            _WATCHED["placed"].append(_flushed(source))
 
 
 @contextlib.contextmanager
 def _watching(fn, path, other_disk: bool = False, crash: bool = False):
     """The audit hook on `path` while the block runs (added to the interpreter once; idle
-    otherwise); with `crash`, any shutil copy also stops halfway."""
+    otherwise), the files `fn` flushes noted; with `crash`, any shutil copy also stops
+    halfway."""
     if not _WATCHED["hooked"]:
         sys.addaudithook(_audit)
         _WATCHED["hooked"] = True
-    _WATCHED.update(path=os.path.realpath(path), other_disk=other_disk)
+    _WATCHED.update(path=os.path.realpath(path), other_disk=other_disk, synced=set())
     with contextlib.ExitStack() as stack:
+        for name in ("fsync", "fdatasync")[: 1 + hasattr(os, "fdatasync")]:
+            real = getattr(os, name)
+            stack.enter_context(replaced(fn, f"os.{name}", _flushing(real)))
         if crash:
             stack.enter_context(replaced(fn, "shutil.copyfile", _crashing_copyfile))
         try:
@@ -99,11 +128,14 @@ def _save_scenario(fn, old: dict, new: dict) -> tuple:
     disk that fills up halfway through a save; a machine whose temporary folder is on another
     disk, dying halfway through any copy; that machine again, a save that must work. (what
     the first call returned, the tensors after it, other files left, the tensors after each
-    crash, after the last save, and whether `fn` ever opened `path` itself to write)."""
+    crash, after the last save, whether `fn` ever opened `path` itself to write, and whether
+    the first save flushed the new file to the disk before it put it in place)."""
     with tempfile.TemporaryDirectory() as tmp:
         path, _WATCHED["in_place"] = Path(tmp, "model.safetensors"), False
+        _WATCHED["placed"] = []
         with _watching(fn, path):
             got = call(fn, old, path)
+        flushed = all(_WATCHED["placed"])
         first = _saved(path)
         left = sorted(p.name for p in Path(tmp).iterdir() if p != path)
         after = []
@@ -125,13 +157,15 @@ def _save_scenario(fn, old: dict, new: dict) -> tuple:
             left,
             *after,
             in_place,
+            flushed,
         )
 
 
 def check_fixed_save_atomically(fn) -> bool:
     """Exercise 6c.2: `fn(tensors, path)` writes a safetensors file whole or not at all: a
     full disk while it writes, or a crash while it puts the file in place on a machine whose
-    temporary folder is on another disk, leaves a whole file at `path`; no atomic_write."""
+    temporary folder is on another disk, leaves a whole file at `path`, and the file is
+    flushed (os.fsync) before it is renamed into place, for a power cut; no atomic_write."""
     title = "Exercise 6c.2, a save that survives a crash, fixed"
     g = case_generator()
     old = {"weight": torch.randn(3, 4, generator=g)}
@@ -143,7 +177,7 @@ def check_fixed_save_atomically(fn) -> bool:
         story = call(through, fn, "checkpoint._save_scenario", old, new)
     if isinstance(story, _Raised):
         return verdict(title, False, "the tensors saved at path", describe(story))
-    got, first, left, disk_full, other_disk, two_disks, in_place = story
+    got, first, left, disk_full, other_disk, two_disks, in_place, flushed = story
     hint = "see chapter 6c, Checkpoints that survive a crash: "
     if not _same(first, old):
         hint += "the file is a safetensors file"
@@ -186,4 +220,15 @@ def check_fixed_save_atomically(fn) -> bool:
             "the old ones: the save did not happen",
             hint + "a rename cannot cross from one disk to another",
         )
-    return verdict(f"{title} (a save, two crashes, a save on each machine)", True)
+    if not flushed:
+        return verdict(
+            f"{title} (a power cut just after the file was put in place)",
+            False,
+            "the new file on the disk (os.fsync) before it is renamed into place",
+            "renamed before it was flushed: a power cut can leave path empty or cut short",
+            hint + "what a power cut needs, before the rename",
+        )
+    return verdict(
+        f"{title} (a save, flushed before its rename; two crashes; a save on each machine)",
+        True,
+    )
