@@ -998,8 +998,8 @@ def draw_cls_and_positions():
     "into a folder epoch-0007.partial beside it; a crash now leaves epoch 6 whole, and the "
     "next save deletes the partial folder. The rename: epoch-0007.partial becomes "
     "epoch-0007 in one atomic step. Retiring: epoch 6 is renamed epoch-0006.old, then "
-    "deleted. At every moment out/ holds at least one complete checkpoint, the newest of "
-    "which load_checkpoint(out) reads.",
+    "deleted. At every moment after the first save, out/ holds at least one complete "
+    "checkpoint; load_checkpoint(out) reads the one of the highest epoch.",
 )
 def draw_checkpoint_life():
     fig, ax = canvas(9.6, 3.6)
@@ -1040,7 +1040,7 @@ def draw_checkpoint_life():
         ax,
         4.8,
         0.2,
-        "at every moment out/ holds a complete checkpoint: load_checkpoint(out) reads the newest",
+        "at every moment out/ holds a complete checkpoint: load_checkpoint(out) reads the highest epoch",
         size=9.5,
     )
     return fig

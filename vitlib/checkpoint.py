@@ -65,7 +65,7 @@ def _tidy(out: Path):
         else:
             os.replace(kept, kept.with_suffix(""))
 
-
+# %% ../notebooks/06c_checkpoints.ipynb #c006i
 def _set_aside(folder: Path) -> Path:
     """An old copy of `folder`'s epoch (a second run into the same folder) moves aside to
     .previous: a folder cannot be renamed onto one that holds files. Until the new copy is
@@ -128,12 +128,12 @@ def save_checkpoint(
 
 # %% ../notebooks/06c_checkpoints.ipynb #c010
 def _checkpoint_file(path) -> Path:
-    """model.safetensors of a file, a checkpoint folder, or a run's folder (its newest)."""
+    """model.safetensors of a file, a checkpoint folder, or a run's folder (its highest epoch)."""
     path = Path(path)
     if path.is_file():
         return path
     found = checkpoints(path) if path.is_dir() else []
-    if found:  # a run's folder: its newest checkpoint
+    if found:  # a run's folder: its checkpoint of the highest epoch
         return found[-1] / CHECKPOINT
     if (path / CHECKPOINT).is_file():  # one checkpoint's folder
         return path / CHECKPOINT
@@ -288,7 +288,7 @@ def _model_from(path, meta: dict, saved: dict):
 # %% ../notebooks/06c_checkpoints.ipynb #c011
 def load_checkpoint(path, model=None, device="cpu"):
     """Read a checkpoint without unpickling anything: a model.safetensors, its folder, or a
-    run's folder (then its newest checkpoint). Without a model, builds one from the
+    run's folder (then its checkpoint of the highest epoch). Without a model, builds one from the
     stored class and config (a ViT, or chapter 9's models). Returns (model, info) with
     "model_config", "train_config", "epoch", "dataset" (its name, or None) and "folder".
     A model of another config gets a ValueError naming the fields that differ; a file that
@@ -375,7 +375,7 @@ def _train_state_file(folder: Path) -> Path:
         )
     return path
 
-
+# %% ../notebooks/06c_checkpoints.ipynb #c012u
 def _moments(path: Path) -> dict:
     """The optimizer's per-weight state, {index: {name: tensor}}, from its "index.name" keys."""
     state = {}

@@ -51,8 +51,20 @@ def _flushing(real):
     return flush
 
 
+def _flushing_all(real):
+    """os.sync, which flushes every file: everything written so far counts as flushed."""
+
+    def flush_all():
+        real()
+        _WATCHED["synced_all"] = True
+
+    return flush_all
+
+
 def _flushed(source: str) -> bool:
     """Whether the file `source` (or every file in the folder `source`) was flushed."""
+    if _WATCHED.get("synced_all"):
+        return True
     files = [Path(source)] if not os.path.isdir(source) else Path(source).rglob("*")
     stats = [os.stat(f) for f in files if not os.path.isdir(f)]
     return all((st.st_dev, st.st_ino) in _WATCHED["synced"] for st in stats)
@@ -98,10 +110,13 @@ def _watching(fn, path, other_disk: bool = False, crash: bool = False):
         sys.addaudithook(_audit)
         _WATCHED["hooked"] = True
     _WATCHED.update(path=os.path.realpath(path), other_disk=other_disk, synced=set())
+    _WATCHED["synced_all"] = False
     with contextlib.ExitStack() as stack:
         for name in ("fsync", "fdatasync")[: 1 + hasattr(os, "fdatasync")]:
             real = getattr(os, name)
             stack.enter_context(replaced(fn, f"os.{name}", _flushing(real)))
+        if hasattr(os, "sync"):
+            stack.enter_context(replaced(fn, "os.sync", _flushing_all(os.sync)))
         if crash:
             stack.enter_context(replaced(fn, "shutil.copyfile", _crashing_copyfile))
         try:
