@@ -128,7 +128,8 @@ def save_checkpoint(
 
 # %% ../notebooks/06c_checkpoints.ipynb #c010
 def _checkpoint_file(path) -> Path:
-    """model.safetensors of a file, a checkpoint folder, or a run's folder (its highest epoch)."""
+    """model.safetensors of a file, a checkpoint folder, or a run's folder (the
+    checkpoint of its highest epoch)."""
     path = Path(path)
     if path.is_file():
         return path
@@ -288,8 +289,8 @@ def _model_from(path, meta: dict, saved: dict):
 # %% ../notebooks/06c_checkpoints.ipynb #c011
 def load_checkpoint(path, model=None, device="cpu"):
     """Read a checkpoint without unpickling anything: a model.safetensors, its folder, or a
-    run's folder (then its checkpoint of the highest epoch). Without a model, builds one from the
-    stored class and config (a ViT, or chapter 9's models). Returns (model, info) with
+    run's folder (then its checkpoint of the highest epoch). Without a model, builds one
+    from the stored class and config (a ViT, or chapter 9's models). Returns (model, info) with
     "model_config", "train_config", "epoch", "dataset" (its name, or None) and "folder".
     A model of another config gets a ValueError naming the fields that differ; a file that
     is no usable checkpoint, a NotACheckpoint (a ValueError too) that says what is wrong
@@ -377,7 +378,8 @@ def _train_state_file(folder: Path) -> Path:
 
 # %% ../notebooks/06c_checkpoints.ipynb #c012u
 def _moments(path: Path) -> dict:
-    """The optimizer's per-weight state, {index: {name: tensor}}, from its "index.name" keys."""
+    """The optimizer's per-weight state, {index: {name: tensor}}, from the file's
+    "index.name" keys."""
     state = {}
     with safe_open(str(path), "pt", device="cpu") as f:
         for key in f.keys():

@@ -35,9 +35,9 @@ def _crashing_copyfile(source, target, *args, **kwargs):
 
 
 _WATCHED = {"path": None, "other_disk": False, "in_place": False, "hooked": False}
-_WATCHED.update(
-    synced=set(), placed=[]
-)  # files flushed; each rename onto path: flushed?
+# the files flushed (by inode), whether os.sync ran, and for each rename onto path whether
+# the file renamed was flushed first
+_WATCHED.update(synced=set(), synced_all=False, placed=[])
 
 
 def _flushing(real):
@@ -63,7 +63,7 @@ def _flushing_all(real):
 
 def _flushed(source: str) -> bool:
     """Whether the file `source` (or every file in the folder `source`) was flushed."""
-    if _WATCHED.get("synced_all"):
+    if _WATCHED["synced_all"]:
         return True
     files = [Path(source)] if not os.path.isdir(source) else Path(source).rglob("*")
     stats = [os.stat(f) for f in files if not os.path.isdir(f)]
@@ -109,8 +109,8 @@ def _watching(fn, path, other_disk: bool = False, crash: bool = False):
     if not _WATCHED["hooked"]:
         sys.addaudithook(_audit)
         _WATCHED["hooked"] = True
-    _WATCHED.update(path=os.path.realpath(path), other_disk=other_disk, synced=set())
-    _WATCHED["synced_all"] = False
+    _WATCHED.update(path=os.path.realpath(path), other_disk=other_disk)
+    _WATCHED.update(synced=set(), synced_all=False)
     with contextlib.ExitStack() as stack:
         for name in ("fsync", "fdatasync")[: 1 + hasattr(os, "fdatasync")]:
             real = getattr(os, name)
